@@ -1,0 +1,78 @@
+// PmLeaf: the persistent leaf of WORT and WOART, one key-value pair in its own pool block.
+//
+//   offset  size              field
+//   0       2                 key_len    (1 .. kMaxKeySize)
+//   2       1                 value_len  (0 .. kMaxValueSize)
+//   3       5                 reserved (0)
+//   8       round8(value_len) value      (a value of <= 8 bytes is the one word at offset 8)
+//   8+round8(value_len)       key bytes
+// Line 0 (bytes 0..63) holds the lengths, an 8-byte value and a key of up to 48 bytes, so
+// the common integer leaf (8-byte key, 8-byte value, 24 bytes) is one cache line, one flush.
+//
+// Crash argument: a leaf is written and persisted before the 8-byte child word that links
+// it; until then it is unreachable and the allocator rebuild reclaims it. An update of a
+// value of <= 8 bytes to one of the same length is a single aligned 8-byte store into the
+// value word (failure-atomic); any other update writes a new leaf and swaps the child word.
+#ifndef PMINDEX_RADIX_COMMON_PM_LEAF_H_
+#define PMINDEX_RADIX_COMMON_PM_LEAF_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "radix/common/key.h"
+
+namespace pmindex::radix {
+
+struct PmLeaf {
+  uint16_t key_len;
+  uint8_t value_len;
+  uint8_t reserved[5];
+  uint64_t value_word;  // first 8 value bytes; longer values continue after it
+
+  static constexpr size_t RoundValue(size_t n) { return n <= 8 ? 8 : (n + 7) & ~size_t{7}; }
+  static constexpr size_t SizeFor(size_t key_len, size_t value_len) {
+    return 8 + RoundValue(value_len) + key_len;
+  }
+
+  const uint8_t* value_ptr() const { return reinterpret_cast<const uint8_t*>(&value_word); }
+  const uint8_t* key_ptr() const {
+    return reinterpret_cast<const uint8_t*>(this) + 8 + RoundValue(value_len);
+  }
+  std::string_view key() const {
+    return {reinterpret_cast<const char*>(key_ptr()), key_len};
+  }
+  std::string_view value() const {
+    return {reinterpret_cast<const char*>(value_ptr()), value_len};
+  }
+  size_t size() const { return SizeFor(key_len, value_len); }
+  bool KeyEquals(std::string_view k) const {
+    return k.size() == key_len && std::memcmp(k.data(), key_ptr(), key_len) == 0;
+  }
+
+  // Fills a block of at least SizeFor(key.size(), value.size()) bytes (not persisted).
+  static PmLeaf* Init(void* block, std::string_view key, std::string_view value) {
+    auto* l = static_cast<PmLeaf*>(block);
+    l->key_len = static_cast<uint16_t>(key.size());
+    l->value_len = static_cast<uint8_t>(value.size());
+    std::memset(l->reserved, 0, sizeof(l->reserved));
+    l->value_word = 0;
+    std::memcpy(&l->value_word, value.data(), value.size());
+    std::memcpy(const_cast<uint8_t*>(l->key_ptr()), key.data(), key.size());
+    return l;
+  }
+  // The word a same-length value of <= 8 bytes is committed with.
+  static uint64_t PackSmallValue(std::string_view v) {
+    uint64_t w = 0;
+    std::memcpy(&w, v.data(), v.size());
+    return w;
+  }
+};
+static_assert(sizeof(PmLeaf) == 16);
+static_assert(offsetof(PmLeaf, value_len) == 2);
+static_assert(offsetof(PmLeaf, value_word) == 8);
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_COMMON_PM_LEAF_H_
