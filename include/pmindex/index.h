@@ -1,0 +1,199 @@
+// The one interface every pmindex index implements, and the registry that creates or opens
+// an index by name ("rntree", "wort", ...), so that the workbench, the crash campaign and the
+// CLI never name a concrete index.
+//
+// Keys and values are byte strings. 8-byte unsigned integer keys are encoded big-endian
+// (IntKey), so byte order is numeric order and every index accepts them. Indexes that take
+// only integer keys (the hybrid B+trees) require keys and values of exactly 8 bytes; larger
+// limits are in IndexTraits. A key or value beyond an index's limits gets InvalidArgument,
+// never truncation.
+//
+// Thread safety is stated per index in IndexTraits::concurrency and in its header.
+#ifndef PMINDEX_INDEX_H_
+#define PMINDEX_INDEX_H_
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "pmindex/options.h"
+#include "pmindex/pool.h"
+#include "pmindex/stats.h"
+#include "pmindex/status.h"
+
+namespace pmindex {
+
+// An 8-byte unsigned integer key in its order-preserving big-endian byte form.
+class IntKey {
+ public:
+  explicit IntKey(uint64_t v) {
+    uint64_t be = __builtin_bswap64(v);
+    std::memcpy(bytes_, &be, 8);
+  }
+  operator std::string_view() const { return {bytes_, 8}; }  // NOLINT: implicit by design
+  std::string_view view() const { return {bytes_, 8}; }
+  // Decodes an 8-byte big-endian key; `s` must be 8 bytes.
+  static uint64_t Decode(std::string_view s) {
+    uint64_t be;
+    std::memcpy(&be, s.data(), 8);
+    return __builtin_bswap64(be);
+  }
+
+ private:
+  char bytes_[8];
+};
+
+// An 8-byte value in native byte order (what the workbench writes).
+class IntValue {
+ public:
+  explicit IntValue(uint64_t v) { std::memcpy(bytes_, &v, 8); }
+  operator std::string_view() const { return {bytes_, 8}; }  // NOLINT: implicit by design
+  static uint64_t Decode(std::string_view s) {
+    uint64_t v = 0;
+    std::memcpy(&v, s.data(), s.size() < 8 ? s.size() : 8);
+    return v;
+  }
+
+ private:
+  char bytes_[8];
+};
+
+// A non-owning reference to a callable (no allocation, unlike std::function).
+template <typename Fn>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f)  // NOLINT: implicit by design
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, Args... a) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
+        }) {}
+  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, Args...);
+};
+
+// Called once per pair by scan, in key order; return false to stop early.
+using ScanCallback = FunctionRef<bool(std::string_view key, std::string_view value)>;
+
+// Receives every persistent block reachable from an index's root (by pool offset), so the
+// allocator can rebuild its free state after a crash. Returns Corruption for a block
+// reached twice or outside an allocated chunk; the index must stop and return that Status.
+class BlockVisitor {
+ public:
+  virtual ~BlockVisitor() = default;
+  virtual Status visit(uint64_t offset) = 0;
+};
+
+// What an index is and what it accepts.
+struct IndexTraits {
+  std::string name;             // registry name: "rntree", "wort", "stdmap", ...
+  IndexKind kind = IndexKind::kNone;  // pool kind; kNone for pool-less baselines
+  bool persistent = true;       // false: volatile (std::map, ART)
+  bool ordered = true;          // scan in key order supported
+  bool byte_keys = false;       // byte-string keys accepted (else exactly 8 bytes)
+  size_t max_key_size = 8;
+  size_t max_value_size = 8;    // values of other sizes than 8 allowed only if byte_keys
+  std::string concurrency;      // e.g. "concurrent (optimistic lock coupling)"
+  std::string durability;       // what a crash preserves, for the workbench output
+  std::string description;      // one line for `pmindex list`
+};
+
+class Index {
+ public:
+  virtual ~Index() = default;
+
+  virtual const IndexTraits& traits() const = 0;
+
+  // Adds key -> value. AlreadyExists if the key is present (nothing written), InvalidArgument
+  // if key or value exceed the index's limits, OutOfSpace if the pool is full.
+  virtual Status insert(std::string_view key, std::string_view value) = 0;
+  // Replaces the value of a present key. NotFound if absent (nothing written).
+  virtual Status update(std::string_view key, std::string_view value) = 0;
+  // insert or update.
+  virtual Status upsert(std::string_view key, std::string_view value) = 0;
+  // Removes a key. NotFound if absent.
+  virtual Status remove(std::string_view key) = 0;
+  // Copies the value of `key` into *value; false if absent.
+  virtual bool lookup(std::string_view key, std::string* value) = 0;
+  // Calls fn on up to max_count pairs with key >= start, in key order; returns how many.
+  // Unordered indexes return 0 (traits().ordered is false).
+  virtual size_t scan(std::string_view start, size_t max_count, ScanCallback fn) = 0;
+
+  // Checks every structural invariant; Corruption naming the first breach.
+  virtual Status verify() = 0;
+  virtual IndexStats stats() = 0;
+
+  // Persistent indexes only (volatile ones return OK / nothing):
+  // Finishes or undoes interrupted structural changes and rebuilds volatile structures.
+  // Called by OpenIndex after the pool is mapped, before the allocator is rebuilt; it must
+  // not allocate.
+  virtual Status recover() { return Status::OK(); }
+  // Reports every reachable persistent block (see BlockVisitor).
+  virtual Status visit_blocks(BlockVisitor& visitor) { return Status::OK(); }
+  // The pool the index lives in; nullptr for pool-less indexes.
+  virtual Pool* pool() { return nullptr; }
+  // Releases the index's resources and closes its pool cleanly. Called by the destructor too.
+  virtual Status close() { return Status::OK(); }
+};
+
+// How the registry makes an index of one name.
+struct IndexRegistration {
+  IndexTraits traits;
+  // Pool-backed indexes: build the index on a pool. fresh = the pool was just created (its
+  // root area is zeroed): initialize a new, empty index, durably. Otherwise attach to an
+  // existing one (heavy work belongs in recover()). Must also accept a pool whose index
+  // initialization was interrupted by a crash. Called with the pool already open.
+  std::function<Result<std::unique_ptr<Index>>(std::unique_ptr<Pool> pool, bool fresh)> attach;
+  // Pool-less indexes (volatile or external baselines): build a new, empty one. `path` is a
+  // place the index may use for its files (LMDB, RocksDB) or ignore.
+  std::function<Result<std::unique_ptr<Index>>(const std::string& path, const Options& options)>
+      make;
+  // Index parameters recorded in a new pool's header (at most kIndexParamsSize bytes).
+  std::string params;
+};
+
+// Adds an index to the registry; call from a static initializer (PMINDEX_REGISTER_INDEX).
+// Returns true so it can initialize a static bool.
+bool RegisterIndex(IndexRegistration registration);
+
+// Every registered name, persistent indexes first, in registration order within each group.
+std::vector<std::string> RegisteredIndexNames();
+// The registration for a name; nullptr if none.
+const IndexRegistration* FindIndex(std::string_view name);
+// The registration for a pool kind; nullptr if none.
+const IndexRegistration* FindIndex(IndexKind kind);
+
+// Creates a new index `name`. Pool-backed: a new pool file at `path` (InvalidArgument if it
+// exists). Pool-less: `path` is handed to the index. NotFound for an unknown name.
+Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::string& path,
+                                           const Options& options);
+// Opens the pool at `path` (any registered kind; `name` empty accepts any, otherwise the kind
+// must match), recovers the index and rebuilds the allocator. With options.read_only the
+// pool is mapped copy-on-write: recovery runs but nothing reaches the file.
+Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
+                                         std::string_view name = {});
+// OpenIndex if the file exists, CreateIndex otherwise.
+Result<std::unique_ptr<Index>> OpenOrCreateIndex(std::string_view name, const std::string& path,
+                                                 const Options& options);
+
+}  // namespace pmindex
+
+#define PMINDEX_CONCAT_INNER(a, b) a##b
+#define PMINDEX_CONCAT(a, b) PMINDEX_CONCAT_INNER(a, b)
+// Registers an index from a static initializer: PMINDEX_REGISTER_INDEX(MakeRegistration());
+#define PMINDEX_REGISTER_INDEX(expr) \
+  [[maybe_unused]] static const bool PMINDEX_CONCAT(pmindex_registered_, __LINE__) = \
+      ::pmindex::RegisterIndex(expr)
+
+#endif  // PMINDEX_INDEX_H_

@@ -1,0 +1,435 @@
+#include "pm/alloc.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "pm/persist.h"
+
+namespace pmindex::pm {
+namespace {
+
+// Thread slots shared by all allocators: a thread keeps its slot until it exits, and no two
+// live threads share one, so per-slot caches need no lock. A slot's cached blocks stay valid
+// when the slot passes to a new thread (they belong to the allocator, not the thread).
+struct SlotTable {
+  std::mutex mu;
+  std::vector<int> spare;
+  int next = 0;
+};
+SlotTable& slot_table() {
+  static SlotTable* t = new SlotTable;  // never destroyed: threads may exit late
+  return *t;
+}
+thread_local int t_slot = -1;
+struct SlotRelease {
+  ~SlotRelease() {
+    if (t_slot < 0) return;
+    SlotTable& t = slot_table();
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.spare.push_back(t_slot);
+    t_slot = -1;
+  }
+};
+thread_local SlotRelease t_slot_release;
+
+// The calling thread's slot, or -1 when kMaxThreads threads hold one.
+int thread_slot() {
+  if (t_slot >= 0) [[likely]]
+    return t_slot;
+  (void)&t_slot_release;
+  SlotTable& t = slot_table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!t.spare.empty()) {
+    t_slot = t.spare.back();
+    t.spare.pop_back();
+  } else if (t.next < static_cast<int>(kMaxThreads)) {
+    t_slot = t.next++;
+  }
+  return t_slot;
+}
+
+size_t batch_for(uint32_t block) { return std::clamp<size_t>(16384 / block, 2, 32); }
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+struct Allocator::ClassState {
+  std::mutex mu;
+  std::vector<uint64_t> free;  // offsets
+  uint64_t bump_chunk = UINT64_MAX;
+  uint32_t bump_next = 0;  // next unused block index in bump_chunk
+};
+
+struct Allocator::ThreadCache {
+  std::vector<uint64_t> blocks[kNumSizeClasses];
+};
+
+Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset)
+    : base_(base),
+      table_(table),
+      chunk_count_(chunk_count),
+      data_offset_(data_offset),
+      chunk_used_(chunk_count),
+      classes_(new ClassState[kNumSizeClasses]),
+      caches_(new ThreadCache[kMaxThreads]),
+      thread_epoch_(new std::atomic<uint64_t>[kMaxThreads]) {
+  for (uint64_t i = 0; i < chunk_count_; ++i) {
+    chunk_used_[i] = EntryState(table_[i]) != ChunkState::kFree;
+  }
+  for (size_t i = 0; i < kMaxThreads; ++i) thread_epoch_[i].store(0);
+}
+
+Allocator::~Allocator() = default;
+
+int Allocator::size_class_for(size_t size) const {
+  const uint32_t* end = kSizeClasses + kNumSizeClasses;
+  const uint32_t* it = std::lower_bound(kSizeClasses, end, size);
+  return it == end ? -1 : static_cast<int>(it - kSizeClasses);
+}
+
+// Carves `span` free contiguous chunks; the table entries are persisted before returning, so
+// no block of them can be linked from the index before they are durable.
+bool Allocator::carve(ChunkState state, uint8_t cls, uint64_t span, uint64_t* first_chunk) {
+  std::lock_guard<std::mutex> lock(chunk_mu_);
+  uint64_t run = 0;
+  for (uint64_t i = 0; i < chunk_count_; ++i) {
+    run = chunk_used_[i] ? 0 : run + 1;
+    if (run < span) continue;
+    const uint64_t first = i + 1 - span;
+    for (uint64_t c = first; c <= i; ++c) chunk_used_[c] = 1;
+    // Continuations first, head last: a head is never durable without its continuations.
+    for (uint64_t c = first + 1; c <= i; ++c) {
+      __atomic_store_n(&table_[c], MakeChunkEntry(ChunkState::kLargeCont, 0, 0),
+                       __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&table_[first],
+                     MakeChunkEntry(state, cls, state == ChunkState::kLargeHead ? span : 0),
+                     __ATOMIC_RELEASE);
+    persist(&table_[first], span * sizeof(uint64_t));
+    *first_chunk = first;
+    return true;
+  }
+  return false;
+}
+
+Status Allocator::refill(int cls, ThreadCache& cache) {
+  ClassState& cs = classes_[cls];
+  const uint32_t block = kSizeClasses[cls];
+  const uint32_t per_chunk = static_cast<uint32_t>(kChunkSize / block);
+  const size_t want = batch_for(block);
+  std::vector<uint64_t>& out = cache.blocks[cls];
+  std::lock_guard<std::mutex> lock(cs.mu);
+  while (out.size() < want && !cs.free.empty()) {
+    out.push_back(cs.free.back());
+    cs.free.pop_back();
+  }
+  while (out.size() < want) {
+    if (cs.bump_chunk == UINT64_MAX || cs.bump_next >= per_chunk) {
+      uint64_t chunk;
+      if (!carve(ChunkState::kSmall, static_cast<uint8_t>(cls), 1, &chunk)) break;
+      cs.bump_chunk = chunk;
+      cs.bump_next = 0;
+    }
+    out.push_back(chunk_start(cs.bump_chunk) + uint64_t{cs.bump_next++} * block);
+  }
+  if (out.empty()) {
+    return Status::OutOfSpace("pool full: no free 256 KiB chunk left for a " +
+                              std::to_string(block) + "-byte block (" +
+                              std::to_string(carved_chunks()) + " of " +
+                              std::to_string(chunk_count_) + " chunks carved)");
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> Allocator::allocate(size_t size, bool zero) {
+  if (size == 0) size = 1;
+  if (size > kMaxSmallBlock) return allocate_large(size);
+  const int cls = size_class_for(size);
+  const int slot = thread_slot();
+  ThreadCache tmp;  // for a thread without a slot (more than kMaxThreads live threads)
+  ThreadCache& cache = slot >= 0 ? caches_[slot] : tmp;
+  std::vector<uint64_t>& blocks = cache.blocks[cls];
+  if (blocks.empty()) {
+    if (Status s = refill(cls, cache); !s.ok()) return s;
+  }
+  const uint64_t off = blocks.back();
+  blocks.pop_back();
+  if (slot < 0 && !blocks.empty()) {  // give back what the temporary cache took
+    std::lock_guard<std::mutex> lock(classes_[cls].mu);
+    classes_[cls].free.insert(classes_[cls].free.end(), blocks.begin(), blocks.end());
+  }
+  if (zero) std::memset(base_ + off, 0, kSizeClasses[cls]);
+  allocated_bytes_.fetch_add(kSizeClasses[cls], std::memory_order_relaxed);
+  return off;
+}
+
+Result<uint64_t> Allocator::allocate_large(size_t size) {
+  const uint64_t span = (size + kChunkSize - 1) / kChunkSize;
+  uint64_t first;
+  if (!carve(ChunkState::kLargeHead, 0, span, &first)) {
+    return Status::OutOfSpace("pool full: no run of " + std::to_string(span) +
+                              " free 256 KiB chunks for a " + std::to_string(size) +
+                              "-byte block");
+  }
+  allocated_bytes_.fetch_add(span * kChunkSize, std::memory_order_relaxed);
+  return chunk_start(first);
+}
+
+Status Allocator::allocate_bulk(size_t size, size_t n, uint64_t* out, bool zero) {
+  for (size_t i = 0; i < n; ++i) {
+    Result<uint64_t> r = allocate(size, zero);
+    if (!r.ok()) {
+      for (size_t j = 0; j < i; ++j) free(out[j]);
+      return r.status();
+    }
+    out[i] = r.value();
+  }
+  return Status::OK();
+}
+
+size_t Allocator::block_size(uint64_t offset) const {
+  const uint64_t e = __atomic_load_n(&table_[chunk_of(offset)], __ATOMIC_ACQUIRE);
+  if (EntryState(e) == ChunkState::kSmall) return kSizeClasses[EntryClass(e)];
+  return EntrySpan(e) * kChunkSize;
+}
+
+void Allocator::free(uint64_t offset) {
+  const uint64_t chunk = chunk_of(offset);
+  const uint64_t e = __atomic_load_n(&table_[chunk], __ATOMIC_ACQUIRE);
+  if (EntryState(e) == ChunkState::kLargeHead) {
+    // Uncarving needs no persist: if the cleared entries are lost in a crash, the chunks are
+    // carved but unreachable, and the rebuild at the next open uncarves them.
+    const uint64_t span = EntrySpan(e);
+    std::lock_guard<std::mutex> lock(chunk_mu_);
+    for (uint64_t c = chunk; c < chunk + span; ++c) {
+      __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
+      chunk_used_[c] = 0;
+    }
+    allocated_bytes_.fetch_sub(span * kChunkSize, std::memory_order_relaxed);
+    return;
+  }
+  const int cls = EntryClass(e);
+  allocated_bytes_.fetch_sub(kSizeClasses[cls], std::memory_order_relaxed);
+  const int slot = thread_slot();
+  ClassState& cs = classes_[cls];
+  if (slot < 0) {
+    std::lock_guard<std::mutex> lock(cs.mu);
+    cs.free.push_back(offset);
+    return;
+  }
+  std::vector<uint64_t>& blocks = caches_[slot].blocks[cls];
+  blocks.push_back(offset);
+  const size_t batch = batch_for(kSizeClasses[cls]);
+  if (blocks.size() > 2 * batch) {
+    std::lock_guard<std::mutex> lock(cs.mu);
+    cs.free.insert(cs.free.end(), blocks.end() - batch, blocks.end());
+    blocks.resize(blocks.size() - batch);
+  }
+}
+
+uint64_t Allocator::carved_chunks() const {
+  uint64_t n = 0;
+  for (uint64_t i = 0; i < chunk_count_; ++i) {
+    n += EntryState(__atomic_load_n(&table_[i], __ATOMIC_RELAXED)) != ChunkState::kFree;
+  }
+  return n;
+}
+
+// ---- epochs ----
+
+Allocator::EpochGuard::EpochGuard(Allocator* a) : alloc_(a), outermost_(false) {
+  const int slot = thread_slot();
+  if (slot < 0) return;  // see retire(): without a slot the thread cannot be protected
+  std::atomic<uint64_t>& mine = a->thread_epoch_[slot];
+  if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
+  outermost_ = true;
+  mine.store(a->global_epoch_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+  // Re-read after publishing, so a concurrent advance cannot slip between load and store.
+  mine.store(a->global_epoch_.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
+}
+
+Allocator::EpochGuard::~EpochGuard() {
+  if (outermost_) alloc_->thread_epoch_[t_slot].store(0, std::memory_order_release);
+}
+
+void Allocator::retire(uint64_t offset) {
+  bool full;
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    retired_.emplace_back(offset, global_epoch_.load(std::memory_order_seq_cst));
+    full = retired_.size() >= 64;
+  }
+  if (full) reclaim();
+}
+
+void Allocator::reclaim() {
+  std::vector<uint64_t> ready;
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    const uint64_t global = global_epoch_.load(std::memory_order_seq_cst);
+    bool all_current = true;
+    for (size_t i = 0; i < kMaxThreads; ++i) {
+      const uint64_t e = thread_epoch_[i].load(std::memory_order_seq_cst);
+      if (e != 0 && e != global) {
+        all_current = false;
+        break;
+      }
+    }
+    if (all_current) global_epoch_.store(global + 1, std::memory_order_seq_cst);
+    const uint64_t now = global_epoch_.load(std::memory_order_seq_cst);
+    // A block retired in epoch e is unreachable to every guard opened in e+1 or later; once
+    // the global epoch reached e+2, every guard of epoch e has closed.
+    auto keep = std::partition(retired_.begin(), retired_.end(),
+                               [now](const auto& r) { return r.second + 2 > now; });
+    for (auto it = keep; it != retired_.end(); ++it) ready.push_back(it->first);
+    retired_.erase(keep, retired_.end());
+  }
+  for (uint64_t off : ready) free(off);
+}
+
+// ---- recovery ----
+
+class Allocator::RebuildVisitor : public BlockVisitor {
+ public:
+  explicit RebuildVisitor(Allocator* a) : a_(a), marks_(a->chunk_count_) {}
+
+  Status visit(uint64_t offset) override {
+    if (offset < a_->data_offset_ || offset >= a_->data_offset_ + a_->chunk_count_ * kChunkSize) {
+      return Status::Corruption("block " + hex(offset) + " lies outside the pool's chunks");
+    }
+    const uint64_t chunk = a_->chunk_of(offset);
+    const uint64_t e = a_->table_[chunk];
+    const uint64_t within = offset - a_->chunk_start(chunk);
+    switch (EntryState(e)) {
+      case ChunkState::kSmall: {
+        const uint32_t block = kSizeClasses[EntryClass(e)];
+        if (within % block != 0) {
+          return Status::Corruption("block " + hex(offset) + " is not at a block boundary of its " +
+                                    std::to_string(block) + "-byte chunk");
+        }
+        std::vector<bool>& m = marks_[chunk];
+        if (m.empty()) m.resize(kChunkSize / block);
+        if (m[within / block]) {
+          return Status::Corruption("block " + hex(offset) + " is reachable twice");
+        }
+        m[within / block] = true;
+        return Status::OK();
+      }
+      case ChunkState::kLargeHead: {
+        if (within != 0) {
+          return Status::Corruption("block " + hex(offset) + " points inside a large block");
+        }
+        std::vector<bool>& m = marks_[chunk];
+        if (!m.empty()) return Status::Corruption("block " + hex(offset) + " is reachable twice");
+        m.push_back(true);
+        return Status::OK();
+      }
+      case ChunkState::kFree:
+      case ChunkState::kLargeCont:
+        break;
+    }
+    return Status::Corruption("block " + hex(offset) + " lies in a chunk that is not allocated");
+  }
+
+  std::vector<std::vector<bool>>& marks() { return marks_; }
+
+ private:
+  Allocator* a_;
+  std::vector<std::vector<bool>> marks_;  // per chunk: reachable blocks (empty = none)
+};
+
+Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
+  // Validate the chunk table first: an unknown state or a broken large run is Corruption.
+  for (uint64_t i = 0; i < chunk_count_; ++i) {
+    const uint64_t e = table_[i];
+    const ChunkState st = EntryState(e);
+    const bool ok = (st == ChunkState::kFree && e == 0) ||
+                    (st == ChunkState::kSmall && EntryClass(e) < kNumSizeClasses) ||
+                    st == ChunkState::kLargeHead || st == ChunkState::kLargeCont;
+    if (!ok) return Status::Corruption("chunk table entry " + std::to_string(i) + " is invalid");
+    if (st == ChunkState::kLargeHead) {
+      const uint64_t span = EntrySpan(e);
+      if (span == 0 || i + span > chunk_count_) {
+        return Status::Corruption("chunk table entry " + std::to_string(i) +
+                                  ": large block runs past the pool");
+      }
+      for (uint64_t c = i + 1; c < i + span; ++c) {
+        if (EntryState(table_[c]) != ChunkState::kLargeCont) {
+          return Status::Corruption("chunk table entry " + std::to_string(c) +
+                                    ": large block continuation missing");
+        }
+      }
+    }
+  }
+
+  RebuildVisitor visitor(this);
+  if (Status s = visit_all(visitor); !s.ok()) return s;
+
+  for (size_t c = 0; c < kNumSizeClasses; ++c) {
+    classes_[c].free.clear();
+    classes_[c].bump_chunk = UINT64_MAX;
+    classes_[c].bump_next = 0;
+  }
+  for (size_t t = 0; t < kMaxThreads; ++t) {
+    for (auto& v : caches_[t].blocks) v.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    retired_.clear();
+  }
+  uint64_t allocated = 0;
+  bool uncarved = false;
+  auto& marks = visitor.marks();
+  std::fill(chunk_used_.begin(), chunk_used_.end(), 0);
+  for (uint64_t i = 0; i < chunk_count_; ++i) {
+    const uint64_t e = table_[i];
+    const ChunkState st = EntryState(e);
+    if (st == ChunkState::kFree) continue;
+    // A continuation not skipped over by its head below is an orphan (its head's carve did
+    // not become durable): free it.
+    const uint64_t span = st == ChunkState::kLargeHead ? EntrySpan(e) : 1;
+    if (st == ChunkState::kLargeCont || marks[i].empty()) {
+      // Nothing reachable: uncarve. A crash before these stores are durable leaves carved,
+      // unreachable chunks that the next rebuild uncarves again.
+      for (uint64_t c = i; c < i + span; ++c) {
+        __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
+        chunk_used_[c] = 0;
+      }
+      flush(&table_[i], span * sizeof(uint64_t));
+      uncarved = true;
+      i += span - 1;
+      continue;
+    }
+    chunk_used_[i] = 1;
+    if (st == ChunkState::kLargeHead) {
+      for (uint64_t c = i + 1; c < i + span; ++c) chunk_used_[c] = 1;
+      allocated += span * kChunkSize;
+      i += span - 1;
+      continue;
+    }
+    const uint32_t block = kSizeClasses[EntryClass(e)];
+    ClassState& cs = classes_[EntryClass(e)];
+    for (size_t b = 0; b < marks[i].size(); ++b) {
+      if (marks[i][b]) {
+        allocated += block;
+      } else {
+        cs.free.push_back(chunk_start(i) + b * block);
+      }
+    }
+  }
+  if (uncarved) fence();
+  // Hand out low offsets first (free lists pop from the back).
+  for (size_t c = 0; c < kNumSizeClasses; ++c) {
+    std::sort(classes_[c].free.begin(), classes_[c].free.end(), std::greater<>());
+  }
+  allocated_bytes_.store(allocated, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+}  // namespace pmindex::pm

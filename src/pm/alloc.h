@@ -1,0 +1,149 @@
+// Allocator: blocks inside a pool, off the critical path of durability.
+//
+// The pool's space after the header and chunk table is cut into 256 KiB chunks. A chunk is
+// carved for one size class (64 B .. 64 KiB) or, several contiguous chunks, for one large
+// block. Carving persists the chunk's 8-byte table entry (one flush + fence); nothing else
+// in allocate/free flushes or fences. Free blocks are tracked only in DRAM: per-size-class
+// free lists behind a mutex, in front of them per-thread caches refilled in batches, and a
+// bump pointer inside the newest chunk of each class.
+//
+// Crash argument: a block becomes durable only when the index links it from its root with
+// an 8-byte failure-atomic store, after its content was persisted. A crash between allocate
+// and that store leaks nothing, because every open rebuilds the free state from the index's
+// visitor of reachable blocks (rebuild()); unreachable blocks are free, chunks without a
+// reachable block are uncarved. The chunk entry was persisted before the block could be
+// linked (carve fences), so a linked block always lies in a carved chunk; a reachable offset
+// that does not, or one reached twice, is Corruption.
+//
+// Blocks retired while concurrent readers may still hold them are freed through epochs:
+// a reader holds an EpochGuard while it may touch blocks; retire() frees a block once every
+// guard that was open when it was retired has closed.
+//
+// Thread safety: all public functions are thread-safe, except rebuild(), which must run
+// alone (during open).
+#ifndef PMINDEX_PM_ALLOC_H_
+#define PMINDEX_PM_ALLOC_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "pmindex/index.h"
+#include "pmindex/status.h"
+
+namespace pmindex::pm {
+
+inline constexpr uint64_t kChunkSize = 256 * 1024;
+inline constexpr size_t kMaxSmallBlock = 64 * 1024;
+inline constexpr size_t kMaxThreads = 256;  // threads with epoch / cache slots at once
+
+// The chunk table entry, one per chunk, 8 bytes, written with one failure-atomic store.
+//
+//   bits 63..56  state: 0 free, 1 small (a size class), 2 large head, 3 large continuation
+//   bits 55..48  size class index (small), 0 otherwise
+//   bits 47..0   large head: number of chunks of the block; otherwise 0
+//
+// Values of `state` are on-media format: never reuse or renumber one.
+enum class ChunkState : uint8_t { kFree = 0, kSmall = 1, kLargeHead = 2, kLargeCont = 3 };
+inline constexpr uint64_t MakeChunkEntry(ChunkState state, uint8_t size_class, uint64_t span) {
+  return (uint64_t{static_cast<uint8_t>(state)} << 56) | (uint64_t{size_class} << 48) |
+         (span & ((uint64_t{1} << 48) - 1));
+}
+inline constexpr ChunkState EntryState(uint64_t e) { return static_cast<ChunkState>(e >> 56); }
+inline constexpr uint8_t EntryClass(uint64_t e) { return static_cast<uint8_t>(e >> 48); }
+inline constexpr uint64_t EntrySpan(uint64_t e) { return e & ((uint64_t{1} << 48) - 1); }
+
+// Block sizes of the small size classes, in bytes (all multiples of 64; those that are
+// multiples of 256 give 256-byte-aligned blocks).
+inline constexpr uint32_t kSizeClasses[] = {
+    64,   128,  192,  256,  320,   384,   448,   512,   640,   768,   1024,  1280,  1536,
+    2048, 2560, 3072, 4096, 5120,  6144,  8192,  10240, 12288, 16384, 20480, 24576, 32768,
+    40960, 49152, 65536};
+inline constexpr size_t kNumSizeClasses = sizeof(kSizeClasses) / sizeof(kSizeClasses[0]);
+static_assert(kSizeClasses[kNumSizeClasses - 1] == kMaxSmallBlock);
+
+class Allocator {
+ public:
+  // `table` points at chunk_count entries in the mapped pool; chunk i starts at
+  // data_offset + i * kChunkSize. The free state is empty until rebuild() runs.
+  Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset);
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // A block of at least `size` bytes (64-byte aligned; 256-byte aligned when its class is a
+  // multiple of 256), as a pool offset. Content unspecified unless zero = true (zeroed, not
+  // persisted). OutOfSpace when no chunk can be carved; the pool stays usable.
+  Result<uint64_t> allocate(size_t size, bool zero = false);
+  // n blocks of `size` into out[0..n), all or nothing (OutOfSpace frees what it took).
+  Status allocate_bulk(size_t size, size_t n, uint64_t* out, bool zero = false);
+  // Returns a block to the free state at once. Only when no other thread can reach it.
+  void free(uint64_t offset);
+  // The usable size of the block at `offset` (its class size, or its span for large blocks).
+  size_t block_size(uint64_t offset) const;
+
+  // Epoch-based reclamation for blocks concurrent readers may hold.
+  class EpochGuard {
+   public:
+    explicit EpochGuard(Allocator* a);
+    ~EpochGuard();
+    EpochGuard(const EpochGuard&) = delete;
+    EpochGuard& operator=(const EpochGuard&) = delete;
+
+   private:
+    Allocator* alloc_;
+    bool outermost_;
+  };
+  EpochGuard epoch_guard() { return EpochGuard(this); }
+  // Frees `offset` once no guard open now remains open.
+  void retire(uint64_t offset);
+  // Frees every retired block whose grace period has passed (called by retire() too).
+  void reclaim();
+
+  // Recovery: rebuilds the free state. `visit_all` must report every reachable block to the
+  // visitor it is given. Blocks not reported become free; chunks with none are uncarved
+  // (their table entries cleared and persisted). Corruption if a block is reached twice, lies
+  // outside a carved chunk or not at a block boundary.
+  Status rebuild(FunctionRef<Status(BlockVisitor&)> visit_all);
+
+  uint64_t chunk_count() const { return chunk_count_; }
+  uint64_t carved_chunks() const;
+  // Bytes in blocks handed out and not freed (approximate while threads allocate).
+  uint64_t allocated_bytes() const { return allocated_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  struct ClassState;
+  struct ThreadCache;
+  class RebuildVisitor;
+
+  int size_class_for(size_t size) const;
+  Status refill(int cls, ThreadCache& cache);
+  Result<uint64_t> allocate_large(size_t size);
+  bool carve(ChunkState state, uint8_t cls, uint64_t span, uint64_t* first_chunk);
+  ThreadCache& cache();
+  uint64_t chunk_of(uint64_t offset) const { return (offset - data_offset_) / kChunkSize; }
+  uint64_t chunk_start(uint64_t chunk) const { return data_offset_ + chunk * kChunkSize; }
+
+  char* base_;
+  uint64_t* table_;
+  uint64_t chunk_count_;
+  uint64_t data_offset_;
+  std::mutex chunk_mu_;                  // carving and uncarving
+  std::vector<uint8_t> chunk_used_;      // DRAM copy: chunk carved?
+  std::unique_ptr<ClassState[]> classes_;
+  std::unique_ptr<ThreadCache[]> caches_;  // indexed by thread slot
+  std::atomic<uint64_t> allocated_bytes_{0};
+
+  // Epochs.
+  std::atomic<uint64_t> global_epoch_{1};
+  std::unique_ptr<std::atomic<uint64_t>[]> thread_epoch_;  // 0 = not in a guard
+  std::mutex retire_mu_;
+  std::vector<std::pair<uint64_t, uint64_t>> retired_;  // (offset, epoch when retired)
+};
+
+}  // namespace pmindex::pm
+
+#endif  // PMINDEX_PM_ALLOC_H_

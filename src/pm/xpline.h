@@ -1,0 +1,64 @@
+// XPLineModel: a model of an Optane-style media controller's write-combining buffer.
+//
+// Optane DCPMM writes media in 256-byte XPLines. Its controller buffers recently written
+// XPLines (Woo et al., IEEE Access 2021, call the effect "write combining"): a flushed cache
+// line whose XPLine is in the buffer merges into it; otherwise the least recently used
+// XPLine is written to media to make room. One media write is 256 bytes; it is a
+// read-modify-write when fewer than all four of its cache lines were dirty (the controller
+// must read the rest first).
+//
+// The model: 64 entries, LRU, per thread (so single-threaded counts are deterministic and
+// comparable across machines). drain() writes back every buffered XPLine.
+//
+// Thread safety: none; each thread owns its model (see persist.h).
+#ifndef PMINDEX_PM_XPLINE_H_
+#define PMINDEX_PM_XPLINE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pmindex::pm {
+
+class XPLineModel {
+ public:
+  static constexpr size_t kEntries = 64;
+  static constexpr size_t kXPLine = 256;
+
+  // Feeds `lines` consecutive cache lines starting at address `first_line` (64-aligned).
+  void add_lines(uintptr_t first_line, size_t lines) {
+    for (size_t i = 0; i < lines; ++i) add_line(first_line + i * 64);
+  }
+  void add_line(uintptr_t line) {
+    const uint64_t tag = (line >> 8) + 1;  // +1: 0 marks an empty entry
+    const uint8_t bit = static_cast<uint8_t>(1u << ((line >> 6) & 3));
+    if (tags_[mru_] == tag) {  // the common case: consecutive lines of one XPLine
+      dirty_[mru_] |= bit;
+      age_[mru_] = ++tick_;
+      return;
+    }
+    insert_slow(tag, bit);
+  }
+  // Writes back every buffered XPLine.
+  void drain();
+
+  // Counted atomically by the owner only; read by others through relaxed loads.
+  uint64_t media_writes() const { return __atomic_load_n(&media_writes_, __ATOMIC_RELAXED); }
+  uint64_t media_rmw() const { return __atomic_load_n(&media_rmw_, __ATOMIC_RELAXED); }
+  void reset();
+
+ private:
+  void insert_slow(uint64_t tag, uint8_t bit);
+  void evict(size_t i);
+
+  uint64_t tags_[kEntries] = {};
+  uint64_t age_[kEntries] = {};
+  uint8_t dirty_[kEntries] = {};
+  size_t mru_ = 0;
+  uint64_t tick_ = 0;
+  uint64_t media_writes_ = 0;
+  uint64_t media_rmw_ = 0;
+};
+
+}  // namespace pmindex::pm
+
+#endif  // PMINDEX_PM_XPLINE_H_

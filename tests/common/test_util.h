@@ -1,0 +1,38 @@
+// Shared helpers for pmindex tests: temporary directories, seeds, and size scaling.
+#ifndef PMINDEX_TESTS_COMMON_TEST_UTIL_H_
+#define PMINDEX_TESTS_COMMON_TEST_UTIL_H_
+
+#include <cstdint>
+#include <string>
+
+namespace pmindex::testing {
+
+// A fresh directory (under /dev/shm when it exists, else $TMPDIR or /tmp), removed with its
+// contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// The seed for a randomized test: $PMINDEX_SEED if set, else `fallback`. Put it in a
+// SCOPED_TRACE (SeedTrace) so a failure prints it; rerun with PMINDEX_SEED=<seed>.
+uint64_t TestSeed(uint64_t fallback);
+std::string SeedTrace(uint64_t seed);
+
+// n, divided by 4 in sanitizer builds (they run 5-20x slower), at least 1.
+uint64_t Scale(uint64_t n);
+
+// True in ASan/UBSan/TSan builds.
+bool Sanitized();
+
+}  // namespace pmindex::testing
+
+#endif  // PMINDEX_TESTS_COMMON_TEST_UTIL_H_

@@ -1,0 +1,258 @@
+// The pool allocator: size classes, bulk, out of space, epochs, and rebuild after a crash.
+#include "pm/alloc.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "common/test_util.h"
+#include "pm/persist.h"
+
+namespace pmindex::pm {
+namespace {
+
+using testing::TempDir;
+
+std::unique_ptr<Pool> MakePool(const std::string& path, uint64_t size = 16 << 20) {
+  Options o;
+  o.pool_size = size;
+  auto pool = Pool::Create(path, IndexKind::kTestList, "", o);
+  EXPECT_TRUE(pool.ok()) << pool.status().ToString();
+  return std::move(pool).value();
+}
+
+std::unique_ptr<Pool> Reopen(const std::string& path) {
+  auto pool = Pool::Open(path, IndexKind::kTestList, Options());
+  EXPECT_TRUE(pool.ok()) << pool.status().ToString();
+  return std::move(pool).value();
+}
+
+class ListVisitor {
+ public:
+  explicit ListVisitor(std::vector<uint64_t> blocks) : blocks_(std::move(blocks)) {}
+  Status operator()(BlockVisitor& v) const {
+    for (uint64_t b : blocks_) {
+      if (Status s = v.visit(b); !s.ok()) return s;
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::vector<uint64_t> blocks_;
+};
+
+TEST(Allocator, BlocksAreDistinctAlignedAndInsideThePool) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"));
+  Allocator& a = pool->allocator();
+  std::set<std::pair<uint64_t, uint64_t>> ranges;
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 2000; ++i) {
+    size_t size = 1 + rng() % 3000;
+    auto r = a.allocate(size);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(*r % 64, 0u);
+    EXPECT_GE(a.block_size(*r), size);
+    if (a.block_size(*r) % 256 == 0) EXPECT_EQ(*r % 256, 0u);
+    EXPECT_TRUE(pool->contains(pool->at<char>(*r), size));
+    std::memset(pool->at<char>(*r), 0xab, size);
+    ranges.emplace(*r, *r + a.block_size(*r));
+  }
+  uint64_t end = 0;
+  for (auto [lo, hi] : ranges) {  // sorted by start: no overlap
+    EXPECT_GE(lo, end);
+    end = hi;
+  }
+}
+
+TEST(Allocator, AllocationPathIssuesNoFlushOrFenceOnceTheChunkIsCarved) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"));
+  Allocator& a = pool->allocator();
+  ASSERT_TRUE(a.allocate(64).ok());  // carves the chunk (one persist)
+  PersistCounters before = thread_counters();
+  for (int i = 0; i < 1000; ++i) {
+    auto r = a.allocate(64);
+    ASSERT_TRUE(r.ok());
+    a.free(*r);
+  }
+  PersistCounters d = thread_counters() - before;
+  EXPECT_EQ(d.flushes, 0u);
+  EXPECT_EQ(d.fences, 0u);
+}
+
+TEST(Allocator, BulkAndLargeBlocks) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"));
+  Allocator& a = pool->allocator();
+  uint64_t out[8];
+  ASSERT_TRUE(a.allocate_bulk(4096, 8, out, /*zero=*/true).ok());
+  for (uint64_t o : out) {
+    EXPECT_EQ(a.block_size(o), 4096u);
+    EXPECT_EQ(pool->at<char>(o)[100], 0);
+  }
+  auto big = a.allocate(1 << 20);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(a.block_size(*big), 1u << 20);
+  EXPECT_EQ(*big % kChunkSize, 0u);
+  a.free(*big);
+  auto again = a.allocate(1 << 20);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *big);
+}
+
+TEST(Allocator, OutOfSpaceLeavesThePoolUsable) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"), 4 << 20);
+  Allocator& a = pool->allocator();
+  std::vector<uint64_t> got;
+  Status last;
+  for (;;) {
+    auto r = a.allocate(1024);
+    if (!r.ok()) {
+      last = r.status();
+      break;
+    }
+    got.push_back(*r);
+  }
+  EXPECT_TRUE(last.IsOutOfSpace()) << last.ToString();
+  EXPECT_GT(got.size(), 1000u);
+  uint64_t bulk[4];
+  EXPECT_TRUE(a.allocate_bulk(1024, 4, bulk).IsOutOfSpace());
+  for (size_t i = 0; i < 10; ++i) a.free(got[i]);
+  for (size_t i = 0; i < 10; ++i) EXPECT_TRUE(a.allocate(1024).ok());
+  EXPECT_TRUE(a.allocate(1024).status().IsOutOfSpace());
+}
+
+TEST(Allocator, RebuildFreesUnreachableBlocksAndKeepsReachableOnes) {
+  TempDir dir;
+  std::string path = dir.file("a.pool");
+  std::vector<uint64_t> reachable, leaked;
+  {
+    auto pool = MakePool(path);
+    Allocator& a = pool->allocator();
+    for (int i = 0; i < 300; ++i) {
+      auto r = a.allocate(i % 2 ? 128 : 5000);
+      ASSERT_TRUE(r.ok());
+      (i % 3 == 0 ? leaked : reachable).push_back(*r);
+    }
+    auto big = a.allocate(600 << 10);
+    ASSERT_TRUE(big.ok());
+    leaked.push_back(*big);
+    // No close: every open rebuilds anyway.
+  }
+  auto pool = Reopen(path);
+  Allocator& a = pool->allocator();
+  ASSERT_TRUE(a.rebuild(ListVisitor(reachable)).ok());
+  std::set<uint64_t> live(reachable.begin(), reachable.end());
+  std::set<uint64_t> reused;
+  for (int i = 0; i < 300; ++i) {
+    auto r = a.allocate(i % 2 ? 128 : 5000);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(live.count(*r), 0u) << "handed out a reachable block";
+    reused.insert(*r);
+  }
+  size_t leaked_reused = 0;
+  for (uint64_t l : leaked) leaked_reused += reused.count(l);
+  EXPECT_GT(leaked_reused, 0u) << "unreachable blocks were not reclaimed";
+  EXPECT_EQ(a.allocated_bytes() >= reachable.size() * 128, true);
+}
+
+TEST(Allocator, RebuildUncarvesChunksWithNothingReachable) {
+  TempDir dir;
+  std::string path = dir.file("a.pool");
+  {
+    auto pool = MakePool(path);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(pool->allocator().allocate(4096).ok());
+    ASSERT_TRUE(pool->allocator().allocate(700 << 10).ok());
+    EXPECT_GT(pool->allocator().carved_chunks(), 2u);
+  }
+  auto pool = Reopen(path);
+  ASSERT_TRUE(pool->allocator().rebuild(ListVisitor({})).ok());
+  EXPECT_EQ(pool->allocator().carved_chunks(), 0u);
+  EXPECT_EQ(pool->allocator().allocated_bytes(), 0u);
+}
+
+TEST(Allocator, RebuildReportsCorruption) {
+  TempDir dir;
+  std::string path = dir.file("a.pool");
+  uint64_t b;
+  {
+    auto pool = MakePool(path);
+    b = *pool->allocator().allocate(256);
+  }
+  auto pool = Reopen(path);
+  Allocator& a = pool->allocator();
+  Status twice = a.rebuild(ListVisitor({b, b}));
+  EXPECT_TRUE(twice.IsCorruption());
+  EXPECT_NE(twice.ToString().find("twice"), std::string::npos) << twice.ToString();
+  EXPECT_TRUE(a.rebuild(ListVisitor({b + 64})).IsCorruption());  // not a block boundary
+  EXPECT_TRUE(a.rebuild(ListVisitor({pool->size() - 64})).IsCorruption());  // uncarved chunk
+  EXPECT_TRUE(a.rebuild(ListVisitor({64})).IsCorruption());  // inside the header
+  EXPECT_TRUE(a.rebuild(ListVisitor({b})).ok());
+}
+
+TEST(Allocator, RetiredBlocksWaitForOpenGuards) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"));
+  Allocator& a = pool->allocator();
+  uint64_t victim = *a.allocate(64);
+  std::atomic<bool> guard_open{false}, release{false};
+  std::thread reader([&] {
+    auto g = a.epoch_guard();
+    guard_open = true;
+    while (!release) std::this_thread::yield();
+  });
+  while (!guard_open) std::this_thread::yield();
+  a.retire(victim);
+  for (int i = 0; i < 10; ++i) a.reclaim();
+  std::set<uint64_t> handed;
+  for (int i = 0; i < 5000; ++i) handed.insert(*a.allocate(64));
+  EXPECT_EQ(handed.count(victim), 0u) << "freed while a reader could hold it";
+  release = true;
+  reader.join();
+  for (int i = 0; i < 4; ++i) a.reclaim();
+  bool reused = false;
+  for (int i = 0; i < 100 && !reused; ++i) reused = *a.allocate(64) == victim;
+  EXPECT_TRUE(reused);
+}
+
+TEST(Allocator, ConcurrentAllocateAndFree) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"), 64 << 20);
+  Allocator& a = pool->allocator();
+  std::vector<std::thread> threads;
+  std::vector<std::vector<uint64_t>> kept(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      std::vector<uint64_t> mine;
+      for (int i = 0; i < testing::Scale(20000); ++i) {
+        if (!mine.empty() && rng() % 3 == 0) {
+          a.free(mine.back());
+          mine.pop_back();
+        } else {
+          auto r = a.allocate(64 + rng() % 1000);
+          ASSERT_TRUE(r.ok());
+          *pool->at<uint64_t>(*r) = *r;
+          mine.push_back(*r);
+        }
+      }
+      kept[t] = mine;
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<uint64_t> all;
+  for (auto& v : kept) {
+    for (uint64_t o : v) {
+      EXPECT_TRUE(all.insert(o).second);
+      EXPECT_EQ(*pool->at<uint64_t>(o), o);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pmindex::pm

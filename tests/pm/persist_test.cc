@@ -1,0 +1,154 @@
+// Deterministic counter tests for the persistence seam and the XPLine media model.
+#include "pm/persist.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "pm/xpline.h"
+
+namespace pmindex::pm {
+namespace {
+
+alignas(4096) char buffer[64 * 1024];
+
+class PersistTest : public ::testing::TestWithParam<PersistMode> {
+ protected:
+  void SetUp() override {
+    set_mode(GetParam());
+    drain_media();
+  }
+  void TearDown() override { set_mode(PersistMode::kAdr); }
+};
+
+TEST_P(PersistTest, PersistOf100BytesAt60IntoALineCountsThreeLinesOneFence) {
+  PersistCounters before = thread_counters();
+  persist(buffer + 60, 100);  // bytes 60..159: lines 0, 1, 2
+  PersistCounters d = thread_counters() - before;
+  EXPECT_EQ(d.persist_calls, 1u);
+  EXPECT_EQ(d.flushes, 3u);
+  EXPECT_EQ(d.fences, 1u);
+}
+
+TEST_P(PersistTest, CountsDoNotDependOnMode) {
+  PersistCounters before = thread_counters();
+  flush(buffer, 1);
+  flush(buffer + 64, 64);
+  fence();
+  copy_persist(buffer + 256, buffer, 200);  // 4 lines
+  PersistCounters d = thread_counters() - before;
+  EXPECT_EQ(d.persist_calls, 1u);
+  EXPECT_EQ(d.flushes, 6u);
+  EXPECT_EQ(d.fences, 2u);
+  EXPECT_EQ(std::memcmp(buffer + 256, buffer, 200), 0);
+}
+
+TEST_P(PersistTest, ZeroLengthFlushCountsNothing) {
+  PersistCounters before = thread_counters();
+  flush(buffer, 0);
+  PersistCounters d = thread_counters() - before;
+  EXPECT_EQ(d.flushes, 0u);
+}
+
+TEST_P(PersistTest, FourLinesOfOneXPLineCostOneMediaWrite) {
+  drain_media();
+  PersistCounters before = thread_counters();
+  for (int i = 0; i < 4; ++i) persist(buffer + 1024 + i * 64, 8);
+  drain_media();
+  PersistCounters d = thread_counters() - before;
+  EXPECT_EQ(d.media_writes, 1u);
+  EXPECT_EQ(d.media_rmw, 0u);
+}
+
+TEST_P(PersistTest, FourLinesOfFourXPLinesCostFourReadModifyWrites) {
+  drain_media();
+  PersistCounters before = thread_counters();
+  for (int i = 0; i < 4; ++i) persist(buffer + i * 4096, 8);
+  drain_media();
+  PersistCounters d = thread_counters() - before;
+  EXPECT_EQ(d.media_writes, 4u);
+  EXPECT_EQ(d.media_rmw, 4u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, PersistTest,
+                         ::testing::Values(PersistMode::kAdr, PersistMode::kEadr,
+                                           PersistMode::kAsync, PersistMode::kAdaptive,
+                                           PersistMode::kVolatile),
+                         [](const auto& info) { return std::string(PersistModeName(info.param)); });
+
+TEST(XPLineModel, RewritingABufferedLineMerges) {
+  XPLineModel m;
+  for (int i = 0; i < 100; ++i) m.add_line(0x10000);
+  m.drain();
+  EXPECT_EQ(m.media_writes(), 1u);
+  EXPECT_EQ(m.media_rmw(), 1u);
+}
+
+TEST(XPLineModel, EvictsLeastRecentlyUsedWhenFull) {
+  XPLineModel m;
+  for (uint64_t i = 0; i < 64; ++i) m.add_line(i * 256);
+  EXPECT_EQ(m.media_writes(), 0u);
+  m.add_line(0);            // touch XPLine 0: now XPLine 1 is the LRU
+  m.add_line(64 * 256);     // a 65th XPLine evicts XPLine 1
+  EXPECT_EQ(m.media_writes(), 1u);
+  m.add_line(0);            // still buffered: merges
+  EXPECT_EQ(m.media_writes(), 1u);
+  m.add_line(256);          // XPLine 1 was evicted: costs another eviction
+  EXPECT_EQ(m.media_writes(), 2u);
+  m.drain();
+  EXPECT_EQ(m.media_writes(), 66u);
+}
+
+TEST(Counters, SumThreadsIncludingExitedOnes) {
+  PersistCounters before = counters();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < 1000; ++i) persist(buffer + (i % 16) * 64, 8);
+    });
+  }
+  for (auto& t : threads) t.join();
+  PersistCounters d = counters() - before;
+  EXPECT_EQ(d.persist_calls, 4000u);
+  EXPECT_EQ(d.flushes, 4000u);
+  EXPECT_EQ(d.fences, 4000u);
+  EXPECT_EQ(d.media_writes, 4u * 4);  // each exiting thread drained its 4 XPLines
+}
+
+class CountingHook : public PersistHook {
+ public:
+  void on_flush(uintptr_t first, size_t lines) override { flushed += lines; }
+  void on_fence() override { ++fences; }
+  size_t flushed = 0, fences = 0;
+};
+
+TEST(Hook, SeesTheFlushAndFenceStream) {
+  CountingHook hook;
+  PersistHook* old = set_hook(&hook);
+  persist(buffer + 60, 100);
+  flush(buffer, 256);
+  set_hook(old);
+  EXPECT_EQ(hook.flushed, 7u);
+  EXPECT_EQ(hook.fences, 1u);
+}
+
+TEST(FlushInstruction, IsDetected) {
+  std::string name = flush_instruction_name();
+  EXPECT_TRUE(name == "clwb" || name == "clflushopt" || name == "clflush") << name;
+}
+
+TEST(WriteLatency, IsPaidAtTheFence) {
+  set_mode(PersistMode::kAdr);
+  set_write_latency_ns(20000);
+  auto t0 = std::chrono::steady_clock::now();
+  persist(buffer, 64 * 10);  // 10 lines x 20 us
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::steady_clock::now() - t0)
+                .count();
+  set_write_latency_ns(0);
+  EXPECT_GE(ns, 200000);
+}
+
+}  // namespace
+}  // namespace pmindex::pm

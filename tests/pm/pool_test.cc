@@ -1,0 +1,210 @@
+// Pool creation, reopening and the bad inputs that must be refused without writing a byte.
+#include "pmindex/pool.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "common/test_util.h"
+#include "pm/alloc.h"
+#include "pm/crc32c.h"
+#include "pm/pool_format.h"
+
+namespace pmindex {
+namespace {
+
+using testing::TempDir;
+
+Options SmallPool() {
+  Options o;
+  o.pool_size = 4 << 20;
+  return o;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string MakeClosedPool(const TempDir& dir, const std::string& name) {
+  std::string path = dir.file(name);
+  auto pool = Pool::Create(path, IndexKind::kTestList, "params", SmallPool());
+  EXPECT_TRUE(pool.ok()) << pool.status().ToString();
+  return path;
+}
+
+TEST(Pool, CreateThenReopenBumpsGenerationAndKeepsRoot) {
+  TempDir dir;
+  std::string path = dir.file("p.pool");
+  {
+    auto pool = Pool::Create(path, IndexKind::kTestList, "abc", SmallPool());
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    EXPECT_EQ((*pool)->generation(), 1u);
+    EXPECT_EQ((*pool)->root(), 0u);
+    EXPECT_FALSE((*pool)->was_dirty());
+    (*pool)->set_root(4096 * 3);
+    std::memcpy((*pool)->root_area(), "hello", 5);
+    EXPECT_EQ((*pool)->index_params().substr(0, 3), "abc");
+  }
+  auto info = Pool::ReadInfo(path);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_TRUE(info->clean);
+  EXPECT_EQ(info->generation, 1u);
+  EXPECT_EQ(info->kind, IndexKind::kTestList);
+  EXPECT_EQ(info->pool_size, 4u << 20);
+  auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_EQ((*pool)->generation(), 2u);
+  EXPECT_EQ((*pool)->root(), 4096u * 3);
+  EXPECT_EQ(std::string((*pool)->root_area(), 5), "hello");
+  EXPECT_FALSE((*pool)->was_dirty());
+  auto busy_info = Pool::ReadInfo(path);
+  ASSERT_TRUE(busy_info.ok());
+  EXPECT_TRUE(busy_info->in_use);
+  EXPECT_FALSE(busy_info->clean);
+}
+
+TEST(Pool, OpenAcceptsAnyKindWithNone) {
+  TempDir dir;
+  std::string path = MakeClosedPool(dir, "p.pool");
+  auto pool = Pool::Open(path, IndexKind::kNone, SmallPool());
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ((*pool)->kind(), IndexKind::kTestList);
+}
+
+TEST(Pool, CreateRefusesAnExistingFile) {
+  TempDir dir;
+  std::string path = MakeClosedPool(dir, "p.pool");
+  std::string before = ReadAll(path);
+  auto pool = Pool::Create(path, IndexKind::kTestList, "", SmallPool());
+  ASSERT_FALSE(pool.ok());
+  EXPECT_TRUE(pool.status().IsInvalidArgument()) << pool.status().ToString();
+  EXPECT_EQ(ReadAll(path), before);
+}
+
+TEST(Pool, ReadOnlyOpenIsCopyOnWrite) {
+  TempDir dir;
+  std::string path = MakeClosedPool(dir, "p.pool");
+  std::string before = ReadAll(path);
+  Options o = SmallPool();
+  o.read_only = true;
+  {
+    auto pool = Pool::Open(path, IndexKind::kTestList, o);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    (*pool)->set_root(12345);
+    EXPECT_EQ((*pool)->root(), 12345u);
+  }
+  EXPECT_EQ(ReadAll(path), before);
+}
+
+// Each bad input: the Status code, a message naming the file, and the file left unchanged.
+struct BadInput {
+  const char* name;
+  Status::Code code;
+  const char* reason;  // a word the message must contain
+};
+
+class PoolBadInput : public ::testing::TestWithParam<BadInput> {};
+
+void Damage(const std::string& name, const std::string& path) {
+  if (name == "missing") return;
+  if (name == "empty") {
+    WriteAll(path, "");
+    return;
+  }
+  if (name == "not_a_pool") {
+    WriteAll(path, std::string(8192, 'x'));
+    return;
+  }
+  std::string bytes = ReadAll(path);
+  auto* h = reinterpret_cast<pm::PoolHeader*>(bytes.data());
+  if (name == "truncated") {
+    bytes.resize(bytes.size() / 2);
+  } else if (name == "newer_version") {
+    h->format_version = pm::kFormatVersion + 1;
+    h->header_crc = pm::crc32c(h, pm::kHeaderCrcCovered);
+  } else if (name == "bad_checksum") {
+    h->pool_size ^= 1ull << 40;
+  } else if (name == "other_kind") {
+    h->kind = static_cast<uint32_t>(IndexKind::kWORT);
+    h->header_crc = pm::crc32c(h, pm::kHeaderCrcCovered);
+  }
+  WriteAll(path, bytes);
+}
+
+TEST_P(PoolBadInput, IsRefusedWithoutWriting) {
+  const BadInput& bad = GetParam();
+  TempDir dir;
+  std::string path = dir.file("bad.pool");
+  if (std::string(bad.name) != "missing") MakeClosedPool(dir, "bad.pool");
+  Damage(bad.name, path);
+  std::string before = ReadAll(path);
+  auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), bad.code) << pool.status().ToString();
+  EXPECT_NE(pool.status().message().find(path), std::string::npos) << pool.status().ToString();
+  EXPECT_NE(pool.status().message().find(bad.reason), std::string::npos)
+      << pool.status().ToString();
+  EXPECT_EQ(ReadAll(path), before);
+  if (std::string(bad.name) != "other_kind") {
+    auto info = Pool::ReadInfo(path);
+    ASSERT_FALSE(info.ok());
+    EXPECT_EQ(info.status().code(), bad.code);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, PoolBadInput,
+    ::testing::Values(BadInput{"missing", Status::Code::kNotFound, "no such file"},
+                      BadInput{"empty", Status::Code::kInvalidArgument, "empty"},
+                      BadInput{"not_a_pool", Status::Code::kInvalidArgument, "not a pmindex pool"},
+                      BadInput{"truncated", Status::Code::kCorruption, "truncated"},
+                      BadInput{"newer_version", Status::Code::kNotSupported, "newer"},
+                      BadInput{"bad_checksum", Status::Code::kCorruption, "checksum"},
+                      BadInput{"other_kind", Status::Code::kInvalidArgument, "wort"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Pool, SecondOpenerInAnotherProcessIsBusy) {
+  TempDir dir;
+  std::string path = MakeClosedPool(dir, "p.pool");
+  auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+  ASSERT_TRUE(pool.ok());
+  std::string before = ReadAll(path);
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto second = Pool::Open(path, IndexKind::kTestList, SmallPool());
+    bool ok = !second.ok() && second.status().IsBusy() &&
+              second.status().message().find(path) != std::string::npos;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(ReadAll(path), before);
+}
+
+TEST(Pool, DirtyAfterOpenWithoutClose) {
+  TempDir dir;
+  std::string path = MakeClosedPool(dir, "p.pool");
+  {
+    auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+    ASSERT_TRUE(pool.ok());
+    // Copy the bytes while open: what a crash would leave.
+    WriteAll(dir.file("copy.pool"), ReadAll(path));
+  }
+  auto copy = Pool::Open(dir.file("copy.pool"), IndexKind::kTestList, SmallPool());
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_TRUE((*copy)->was_dirty());
+  EXPECT_EQ((*copy)->generation(), 3u);
+}
+
+}  // namespace
+}  // namespace pmindex
