@@ -1,0 +1,64 @@
+// Small pieces shared by the persistent radix trees (WORT, WOART): the root child word,
+// leaf allocation and the failure-atomic value update.
+//
+// Thread safety: callers hold the tree's writer lock for every function that writes.
+#ifndef PMINDEX_RADIX_COMMON_PM_TREE_UTIL_H_
+#define PMINDEX_RADIX_COMMON_PM_TREE_UTIL_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "pm/alloc.h"
+#include "pm/mutant.h"
+#include "pm/persist.h"
+#include "pmindex/pool.h"
+#include "radix/common/node_search.h"
+#include "radix/common/pm_leaf.h"
+#include "radix/common/prefix_header.h"
+
+namespace pmindex::radix {
+
+// The tree's root child word: the first 8 bytes of the pool's root area (zeroed at pool
+// creation, so a fresh pool is an empty tree with no initialization write).
+inline uint64_t* RootSlot(Pool& pool) { return reinterpret_cast<uint64_t*>(pool.root_area()); }
+
+// Allocates and fills (does not persist) a leaf; *word gets its tagged child word.
+inline Result<PmLeaf*> NewLeaf(Pool& pool, std::string_view key, std::string_view value,
+                               uint64_t* word) {
+  Result<uint64_t> off = pool.allocator().allocate(PmLeaf::SizeFor(key.size(), value.size()));
+  if (!off.ok()) return off.status();
+  *word = MakeChild(*off, kTagLeaf);
+  return PmLeaf::Init(pool.at<void>(*off), key, value);
+}
+
+// Publishes `word` in `slot` with one 8-byte store and persists it: the commit point of
+// every structural change of WORT and WOART.
+inline void CommitWord(uint64_t* slot, uint64_t word) {
+  StoreWord(slot, word);
+  pm::persist(slot, 8);
+}
+
+// Replaces the value of the leaf linked from `slot`. Same length <= 8 bytes: one 8-byte
+// store into the value word (1 fence). Otherwise a new leaf is persisted, swapped in with
+// one 8-byte store and the old leaf freed after that store is durable (unreachable, and the
+// writer lock keeps readers out), 2 fences.
+inline Status ReplaceLeafValue(Pool& pool, uint64_t* slot, PmLeaf* leaf, std::string_view value,
+                               const char* skip_leaf_persist_mutant) {
+  if (value.size() == leaf->value_len && value.size() <= 8) {
+    CommitWord(&leaf->value_word, PmLeaf::PackSmallValue(value));
+    return Status::OK();
+  }
+  uint64_t word;
+  Result<PmLeaf*> fresh = NewLeaf(pool, leaf->key(), value, &word);
+  if (!fresh.ok()) return fresh.status();
+  if (!pm::mutant(skip_leaf_persist_mutant)) pm::flush(*fresh, (*fresh)->size());
+  pm::fence();
+  const uint64_t old = *slot;
+  CommitWord(slot, word);
+  pool.allocator().free(ChildOffset(old));
+  return Status::OK();
+}
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_COMMON_PM_TREE_UTIL_H_
