@@ -38,6 +38,7 @@ enum class IndexKind : uint32_t {
   kTestList = 1,    // tests/reference: persistent sorted list (correct)
   kTestListBroken = 2,  // tests/reference: the same list with one flush removed
   kTestArrayMap = 3,    // tests/reference: fixed array map
+  kTestRegistry = 4,    // tests/core: registry test index
   kNVTree = 10,
   kWBTree = 11,
   kWBTreeSO = 12,

@@ -38,6 +38,7 @@ const char* KindName(uint32_t kind) {
     case IndexKind::kTestList: return "testlist";
     case IndexKind::kTestListBroken: return "testlist-broken";
     case IndexKind::kTestArrayMap: return "testarraymap";
+    case IndexKind::kTestRegistry: return "testregistry";
     case IndexKind::kNVTree: return "nvtree";
     case IndexKind::kWBTree: return "wbtree";
     case IndexKind::kWBTreeSO: return "wbtree-so";

@@ -1,0 +1,152 @@
+// The registry's create/open sequence: attach, recover, allocator rebuild, and its errors.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "common/test_util.h"
+#include "pm/alloc.h"
+#include "pm/persist.h"
+#include "pmindex/index.h"
+
+namespace pmindex {
+namespace {
+
+// A pool-backed index that owns one 4 KiB block (offset kept in the root area) and counts
+// the recover() calls; just enough to watch the registry drive it.
+class BlockHolder : public Index {
+ public:
+  static inline int recover_calls = 0;
+
+  explicit BlockHolder(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {
+    traits_.name = "test-blockholder";
+    traits_.kind = IndexKind::kTestRegistry;
+  }
+  Status init() {
+    auto b = pool_->allocator().allocate(4096, true);
+    if (!b.ok()) return b.status();
+    pm::persist(pool_->at<char>(*b), 4096);
+    block_slot() = *b;  // the link: one 8-byte store, persisted
+    pm::persist(&block_slot(), 8);
+    return Status::OK();
+  }
+  uint64_t& block_slot() { return *reinterpret_cast<uint64_t*>(pool_->root_area()); }
+
+  const IndexTraits& traits() const override { return traits_; }
+  Status insert(std::string_view, std::string_view) override { return Status::NotSupported(); }
+  Status update(std::string_view, std::string_view) override { return Status::NotSupported(); }
+  Status upsert(std::string_view, std::string_view) override { return Status::NotSupported(); }
+  Status remove(std::string_view) override { return Status::NotSupported(); }
+  bool lookup(std::string_view, std::string*) override { return false; }
+  size_t scan(std::string_view, size_t, ScanCallback) override { return 0; }
+  Status verify() override { return Status::OK(); }
+  IndexStats stats() override { return {}; }
+  Status recover() override {
+    ++recover_calls;
+    return Status::OK();
+  }
+  Status visit_blocks(BlockVisitor& v) override {
+    return block_slot() == 0 ? Status::OK() : v.visit(block_slot());
+  }
+  Pool* pool() override { return pool_.get(); }
+
+ private:
+  IndexTraits traits_;
+  std::unique_ptr<Pool> pool_;
+};
+
+IndexRegistration Registration() {
+  IndexRegistration r;
+  r.traits.name = "test-blockholder";
+  r.traits.kind = IndexKind::kTestRegistry;
+  r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
+    auto index = std::make_unique<BlockHolder>(std::move(pool));
+    if (fresh || index->block_slot() == 0) {
+      if (Status s = index->init(); !s.ok()) return s;
+    }
+    return std::unique_ptr<Index>(std::move(index));
+  };
+  return r;
+}
+PMINDEX_REGISTER_INDEX(Registration());
+
+// A second kind, so that opening a pool under the wrong name can be tried.
+IndexRegistration OtherRegistration() {
+  IndexRegistration r = Registration();
+  r.traits.name = "test-other";
+  r.traits.kind = IndexKind::kTestArrayMap;
+  return r;
+}
+PMINDEX_REGISTER_INDEX(OtherRegistration());
+
+TEST(Registry, NamesIncludeRegisteredIndexesAndDuplicatesAreRefused) {
+  auto names = RegisteredIndexNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "test-blockholder"), names.end());
+  EXPECT_FALSE(RegisterIndex(Registration()));
+  EXPECT_NE(FindIndex(IndexKind::kTestRegistry), nullptr);
+  EXPECT_EQ(FindIndex("no-such-index"), nullptr);
+}
+
+TEST(Registry, UnknownNameIsNotFound) {
+  testing::TempDir dir;
+  auto r = CreateIndex("no-such-index", dir.file("x.pool"), Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsNotFound());
+}
+
+TEST(Registry, OpenRecoversAndRebuildsTheAllocator) {
+  testing::TempDir dir;
+  std::string path = dir.file("x.pool");
+  Options o;
+  o.pool_size = 4 << 20;
+  uint64_t block;
+  {
+    auto idx = CreateIndex("test-blockholder", path, o);
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    block = static_cast<BlockHolder*>(idx->get())->block_slot();
+    ASSERT_NE(block, 0u);
+  }
+  BlockHolder::recover_calls = 0;
+  auto idx = OpenIndex(path, o);
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  EXPECT_EQ(BlockHolder::recover_calls, 1);
+  // The reachable block is not handed out again; the rest of its chunk is.
+  Pool* pool = (*idx)->pool();
+  for (int i = 0; i < 63; ++i) {
+    auto b = pool->allocator().allocate(4096);
+    ASSERT_TRUE(b.ok());
+    EXPECT_NE(*b, block);
+  }
+}
+
+TEST(Registry, OpenWithTheWrongNameIsRefused) {
+  testing::TempDir dir;
+  std::string path = dir.file("x.pool");
+  Options o;
+  o.pool_size = 4 << 20;
+  ASSERT_TRUE(CreateIndex("test-blockholder", path, o).ok());
+  auto r = OpenIndex(path, o, "test-other");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("testregistry"), std::string::npos) << r.status().ToString();
+  EXPECT_TRUE(OpenIndex(path, o, "test-blockholder").ok());
+}
+
+TEST(Registry, OpenOrCreateCreatesThenOpens) {
+  testing::TempDir dir;
+  std::string path = dir.file("x.pool");
+  Options o;
+  o.pool_size = 4 << 20;
+  uint64_t first;
+  {
+    auto a = OpenOrCreateIndex("test-blockholder", path, o);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    first = static_cast<BlockHolder*>(a->get())->block_slot();
+  }
+  auto b = OpenOrCreateIndex("test-blockholder", path, o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(static_cast<BlockHolder*>(b->get())->block_slot(), first);
+  EXPECT_GE((*b)->pool()->generation(), 2u);
+}
+
+}  // namespace
+}  // namespace pmindex
