@@ -1,0 +1,26 @@
+// Helpers of the crash campaign: run a check in a forked child with a timeout, copy a file.
+#ifndef PMINDEX_CRASHTEST_CHILD_H_
+#define PMINDEX_CRASHTEST_CHILD_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "pmindex/status.h"
+
+namespace pmindex::crashtest {
+
+// Runs `fn` in a forked child and returns its Status; a child that dies (signal, sanitizer
+// report, abort) or outlives `timeout_seconds` gives Corruption saying so.
+Status RunInChild(const std::function<Status()>& fn, double timeout_seconds);
+
+// Copies a file (sparse holes may be filled).
+Status CopyFile(const std::string& from, const std::string& to);
+
+// A well-mixed 64-bit hash of a value (splitmix64), and of a string.
+uint64_t Mix64(uint64_t x);
+uint64_t HashString(const std::string& s);
+
+}  // namespace pmindex::crashtest
+
+#endif  // PMINDEX_CRASHTEST_CHILD_H_

@@ -1,0 +1,113 @@
+#include "crashtest/scenarios.h"
+
+#include <algorithm>
+
+namespace pmindex::crashtest {
+namespace {
+
+Op Make(OpKind kind, std::string key, std::string value = {}) {
+  Op op;
+  op.kind = kind;
+  op.key = std::move(key);
+  op.value = std::move(value);
+  if (kind == OpKind::kScan) op.scan_count = 1000;
+  return op;
+}
+
+std::string IK(uint64_t k) { return std::string(IntKey(k).view()); }
+std::string IV(uint64_t v) { return std::string(IntValue(v)); }
+
+}  // namespace
+
+const std::vector<Scenario>& Scenarios() {
+  static const std::vector<Scenario>* s = new std::vector<Scenario>{
+      {"create-crash",
+       "constructors that never persisted their root or header (FAST&FAIR, CCEH and level "
+       "hashing as released; found by Witcher and PMDebugger): crash at every fence of index "
+       "creation and of the first inserts",
+       {""}},
+      {"shift-delete-duplicate",
+       "FAST&FAIR's shifting insert leaves a transient duplicate entry; a crash mid-shift "
+       "followed by a delete of that key removed one copy and the key reappeared (Witcher)",
+       {"fastfair", "wbtree", "wbtree-so", "nvtree", "rntree", "rntree-ds", "fptree", "testlist"}},
+      {"count-vs-entries",
+       "a leaf whose entry count or bitmap persists separately from its entries (NV-Tree's "
+       "count, FPTree's bitmap): after a crash a scan disagreed with point lookups",
+       {"nvtree", "fptree", "wbtree", "wbtree-so", "rntree", "rntree-ds", "pftree", "testlist"}},
+      {"header-child-two-stores",
+       "WOART committed a node header and a child pointer in two separate stores; a crash in "
+       "between left a node whose header and children disagree (found by RECIPE/Witcher)",
+       {"woart", "wort", "pftree"}},
+      {"split-sibling-early",
+       "a split that links the new sibling before the parent (or the leaf list) knows it; a "
+       "crash in between loses or duplicates the moved keys (FAST&FAIR, FPTree)",
+       {"fastfair", "fptree", "nvtree", "wbtree", "wbtree-so", "rntree", "rntree-ds", "pftree",
+        "wort", "woart", "testlist"}},
+  };
+  return *s;
+}
+
+bool ScenarioApplies(const Scenario& scenario, const std::string& index) {
+  return std::any_of(scenario.aims.begin(), scenario.aims.end(),
+                     [&](const std::string& a) { return a.empty() || a == index; });
+}
+
+bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t seed,
+                 std::vector<Op>* ops) {
+  ops->clear();
+  if (name == "create-crash") {
+    for (uint64_t k = 1; k <= 3; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 7), IV(k)));
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+    return true;
+  }
+  if (name == "shift-delete-duplicate") {
+    // Fill one node with even keys, then insert odd keys at the front so every insert shifts
+    // the whole node; delete each right after, and look it up.
+    for (uint64_t k = 2; k <= 40; k += 2) ops->push_back(Make(OpKind::kInsert, IK(k), IV(k)));
+    for (uint64_t k = 1; k <= 13; k += 4) {
+      ops->push_back(Make(OpKind::kInsert, IK(k), IV(1000 + k)));
+      ops->push_back(Make(OpKind::kRemove, IK(k)));
+      ops->push_back(Make(OpKind::kLookup, IK(k)));
+      ops->push_back(Make(OpKind::kScan, IK(0)));
+    }
+    return true;
+  }
+  if (name == "count-vs-entries") {
+    for (uint64_t k = 1; k <= 24; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 3), IV(k)));
+    for (uint64_t k = 1; k <= 24; k += 3) {
+      ops->push_back(Make(OpKind::kRemove, IK(k * 3)));
+      ops->push_back(Make(OpKind::kScan, IK(0)));
+      ops->push_back(Make(OpKind::kUpsert, IK(k * 3 + 1), IV(500 + k)));
+    }
+    return true;
+  }
+  if (name == "header-child-two-stores") {
+    // Grow one radix node through every size (4, 16, 48, 256 children), then split a
+    // compressed path by keys that share a long prefix and diverge at different depths.
+    for (uint64_t b = 0; b < 60; ++b) ops->push_back(Make(OpKind::kInsert, IK((b * 4) << 8), IV(b)));
+    for (uint64_t d = 0; d < 6; ++d) {
+      const uint64_t k = 0x1122334455667788ull ^ (uint64_t{0x10} << (8 * d));
+      ops->push_back(Make(OpKind::kInsert, IK(k), IV(100 + d)));
+    }
+    if (traits.byte_keys) {
+      for (const char* k : {"prefix/aaaa/1", "prefix/aaaa/2", "prefix/aab", "prefix/b", "pre"})
+        ops->push_back(Make(OpKind::kInsert, std::string(k), IV(7)));
+    }
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+    return true;
+  }
+  if (name == "split-sibling-early") {
+    // Sequential inserts force a split every node's worth; interleaved lookups and removes
+    // touch both halves of each split.
+    const uint64_t n = 400;
+    for (uint64_t k = 1; k <= n; ++k) {
+      ops->push_back(Make(OpKind::kInsert, IK(k), IV(k + seed)));
+      if (k % 37 == 0) ops->push_back(Make(OpKind::kRemove, IK(k / 2)));
+    }
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace pmindex::crashtest

@@ -1,0 +1,285 @@
+#include "crashtest/workload.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace pmindex::crashtest {
+namespace {
+
+std::string PrintValue(std::string_view v) {
+  if (v.size() == 8) return "v" + std::to_string(IntValue::Decode(v));
+  return "\"" + std::string(v) + "\"";
+}
+
+std::string PrintMaybe(const std::string* v) { return v ? PrintValue(*v) : "absent"; }
+
+// The first start key of a full scan.
+std::string ScanStart(const IndexTraits& t) {
+  return t.byte_keys ? std::string() : std::string(IntKey(0).view());
+}
+
+}  // namespace
+
+const char* OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kInsert:
+      return "insert";
+    case OpKind::kUpdate:
+      return "update";
+    case OpKind::kUpsert:
+      return "upsert";
+    case OpKind::kRemove:
+      return "remove";
+    case OpKind::kLookup:
+      return "lookup";
+    case OpKind::kScan:
+      return "scan";
+  }
+  return "?";
+}
+
+std::string PrintKey(std::string_view key, bool int_keys) {
+  if (int_keys && key.size() == 8) return std::to_string(IntKey::Decode(key));
+  std::string out = "\"";
+  for (unsigned char c : key) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+std::string DescribeOp(const Op& op, bool int_keys) {
+  std::string s = std::string(OpKindName(op.kind)) + " " + PrintKey(op.key, int_keys);
+  if (op.kind == OpKind::kInsert || op.kind == OpKind::kUpdate || op.kind == OpKind::kUpsert)
+    s += " -> " + PrintValue(op.value);
+  if (op.kind == OpKind::kScan) s += " count " + std::to_string(op.scan_count);
+  return s;
+}
+
+Status ApplyToModel(Model& model, const Op& op) {
+  auto it = model.find(op.key);
+  switch (op.kind) {
+    case OpKind::kInsert:
+      if (it != model.end()) return Status::AlreadyExists();
+      model.emplace(op.key, op.value);
+      return Status::OK();
+    case OpKind::kUpdate:
+      if (it == model.end()) return Status::NotFound();
+      it->second = op.value;
+      return Status::OK();
+    case OpKind::kUpsert:
+      model[op.key] = op.value;
+      return Status::OK();
+    case OpKind::kRemove:
+      if (it == model.end()) return Status::NotFound();
+      model.erase(it);
+      return Status::OK();
+    case OpKind::kLookup:
+    case OpKind::kScan:
+      return Status::OK();
+  }
+  return Status::OK();
+}
+
+OpGenerator::OpGenerator(const IndexTraits& traits, uint64_t seed, uint64_t key_space,
+                         uint32_t shard, uint32_t shards)
+    : traits_(traits),
+      rng_(seed * 0x9e3779b97f4a7c15ull + shard + 1),
+      key_space_(std::max<uint64_t>(key_space, 4)),
+      shard_(shard),
+      shards_(std::max<uint32_t>(shards, 1)),
+      seed_(seed) {}
+
+std::string OpGenerator::make_value(uint64_t serial) {
+  // Unique per (seed, shard, serial): a value the workload never wrote cannot match.
+  const uint64_t v = (seed_ << 40) ^ (uint64_t{shard_} << 32) ^ serial;
+  if (!traits_.byte_keys || traits_.max_value_size < 9 || (serial & 1)) {
+    return std::string(IntValue(v));
+  }
+  std::string s = "val" + std::to_string(v);
+  const size_t len = std::min<size_t>(traits_.max_value_size, 4 + rng_() % 28);
+  while (s.size() < len) s += static_cast<char>('a' + s.size() % 26);
+  s.resize(std::min(s.size(), len));
+  return s;
+}
+
+std::string OpGenerator::make_key() {
+  const uint64_t r = rng_() % key_space_;
+  if (!traits_.byte_keys || (rng_() & 1)) {
+    // Integer keys: a dense cluster (node splits) and a sparse spread (radix fan-out).
+    const uint64_t base = (r & 1) ? r * 0x10001ull : r;
+    return std::string(IntKey(base * shards_ + shard_ + 1).view());
+  }
+  // Byte-string keys with shared prefixes of varied length (path compression splits).
+  static const char* kPrefixes[] = {"", "user", "user00", "user0012", "k", "key:", "key:abc/"};
+  std::string key(1, static_cast<char>('A' + shard_ % 26));
+  key += kPrefixes[r % 7];
+  key += std::to_string(r / 7);
+  if (r % 5 == 0) key += std::string(r % 13, 'z');
+  if (key.size() > traits_.max_key_size) key.resize(traits_.max_key_size);
+  return key;
+}
+
+Op OpGenerator::next() {
+  Op op;
+  const uint64_t dice = rng_() % 100;
+  op.kind = dice < 45   ? OpKind::kInsert
+            : dice < 60 ? OpKind::kUpdate
+            : dice < 75 ? OpKind::kUpsert
+            : dice < 90 ? OpKind::kRemove
+            : dice < 95 ? OpKind::kLookup
+                        : OpKind::kScan;
+  if (op.kind == OpKind::kScan && !traits_.ordered) op.kind = OpKind::kLookup;
+  op.key = make_key();
+  ++serial_;
+  if (op.kind == OpKind::kInsert || op.kind == OpKind::kUpdate || op.kind == OpKind::kUpsert)
+    op.value = make_value(serial_);
+  if (op.kind == OpKind::kScan) op.scan_count = 1 + rng_() % 20;
+  return op;
+}
+
+Status RunOp(Index& index, Model& model, const Op& op, bool int_keys) {
+  Status got;
+  switch (op.kind) {
+    case OpKind::kInsert:
+      got = index.insert(op.key, op.value);
+      break;
+    case OpKind::kUpdate:
+      got = index.update(op.key, op.value);
+      break;
+    case OpKind::kUpsert:
+      got = index.upsert(op.key, op.value);
+      break;
+    case OpKind::kRemove:
+      got = index.remove(op.key);
+      break;
+    case OpKind::kLookup: {
+      std::string v;
+      const bool found = index.lookup(op.key, &v);
+      auto it = model.find(op.key);
+      if (found != (it != model.end()) || (found && v != it->second))
+        return Status::Corruption(DescribeOp(op, int_keys) + ": got " +
+                                  (found ? PrintValue(v) : "absent") + ", model has " +
+                                  PrintMaybe(it != model.end() ? &it->second : nullptr));
+      return Status::OK();
+    }
+    case OpKind::kScan: {
+      auto it = model.lower_bound(op.key);
+      std::string error;
+      size_t n = index.scan(op.key, op.scan_count, [&](std::string_view k, std::string_view v) {
+        if (it == model.end() || it->first != k || it->second != v) {
+          error = "at " + PrintKey(k, int_keys) + " model has " +
+                  (it == model.end() ? std::string("end") : PrintKey(it->first, int_keys));
+          return false;
+        }
+        ++it;
+        return true;
+      });
+      if (error.empty()) {
+        size_t expect = 0;
+        for (auto j = model.lower_bound(op.key); j != model.end() && expect < op.scan_count; ++j)
+          ++expect;
+        if (n != expect)
+          error = "returned " + std::to_string(n) + " pairs, model has " + std::to_string(expect);
+      }
+      if (!error.empty()) return Status::Corruption(DescribeOp(op, int_keys) + ": " + error);
+      return Status::OK();
+    }
+  }
+  Status want = ApplyToModel(model, op);
+  if (got.code() != want.code())
+    return Status::Corruption(DescribeOp(op, int_keys) + ": index returned " + got.ToString() +
+                              ", model expects " + want.ToString());
+  return Status::OK();
+}
+
+Status CheckAgainstModel(Index& index, const Model& before, const std::vector<const Op*>& inflight,
+                         bool int_keys, Model* matched) {
+  if (Status s = index.verify(); !s.ok()) return s.WithContext("verify() after recovery");
+  const IndexTraits& t = index.traits();
+  Model found;
+  std::set<std::string> keys;
+  for (const auto& [k, v] : before) keys.insert(k);
+  for (const Op* op : inflight) keys.insert(op->key);
+  if (t.ordered) {
+    std::string error;
+    bool first = true;
+    std::string prev;
+    index.scan(ScanStart(t), SIZE_MAX, [&](std::string_view k, std::string_view v) {
+      if (!first && std::string_view(prev) >= k) {
+        error = "scan out of order: " + PrintKey(prev, int_keys) + " then " + PrintKey(k, int_keys);
+        return false;
+      }
+      first = false;
+      prev.assign(k);
+      found.emplace(std::string(k), std::string(v));
+      return true;
+    });
+    if (!error.empty()) return Status::Corruption(error);
+    for (const auto& [k, v] : found) {
+      std::string got;
+      if (!index.lookup(k, &got) || got != v)
+        return Status::Corruption("scan returns " + PrintKey(k, int_keys) + " = " + PrintValue(v) +
+                                  " but lookup says " + (got.empty() ? "absent" : PrintValue(got)));
+      keys.insert(k);
+    }
+  }
+  for (const std::string& k : keys) {
+    std::string got;
+    const bool present = index.lookup(k, &got);
+    if (t.ordered) {
+      auto it = found.find(k);
+      if (present != (it != found.end()))
+        return Status::Corruption("lookup of " + PrintKey(k, int_keys) + " says " +
+                                  (present ? "present" : "absent") + ", scan disagrees");
+    } else if (present) {
+      found.emplace(k, got);
+    }
+  }
+  // Every key must hold its value before the interrupted op, or (for that op's key) after.
+  Model after = before;
+  for (const Op* op : inflight) ApplyToModel(after, *op);
+  for (const std::string& k : keys) {
+    auto f = found.find(k);
+    auto b = before.find(k);
+    auto a = after.find(k);
+    const std::string* fv = f != found.end() ? &f->second : nullptr;
+    const std::string* bv = b != before.end() ? &b->second : nullptr;
+    const std::string* av = a != after.end() ? &a->second : nullptr;
+    auto same = [](const std::string* x, const std::string* y) {
+      return (x == nullptr && y == nullptr) || (x && y && *x == *y);
+    };
+    if (same(fv, bv) || same(fv, av)) continue;
+    std::string expect = PrintMaybe(bv);
+    if (!same(av, bv)) expect += " or " + PrintMaybe(av);
+    return Status::Corruption("key " + PrintKey(k, int_keys) + ": found " + PrintMaybe(fv) +
+                              ", expected " + expect +
+                              (bv == nullptr && av == nullptr ? " (never acknowledged)" : ""));
+  }
+  if (matched != nullptr) *matched = std::move(found);
+  return Status::OK();
+}
+
+Status CheckContinuation(Index& index, Model model, uint64_t seed, uint64_t count) {
+  const IndexTraits& t = index.traits();
+  const bool int_keys = !t.byte_keys;
+  OpGenerator gen(t, seed, std::max<uint64_t>(count, 16));
+  for (uint64_t i = 0; i < count; ++i) {
+    Op op = gen.next();
+    if (Status s = RunOp(index, model, op, int_keys); !s.ok())
+      return s.WithContext("continuation op " + std::to_string(i));
+  }
+  if (Status s = index.verify(); !s.ok()) return s.WithContext("verify() after continuation");
+  Model unused;
+  if (Status s = CheckAgainstModel(index, model, {}, int_keys, &unused); !s.ok())
+    return s.WithContext("after continuation");
+  return Status::OK();
+}
+
+}  // namespace pmindex::crashtest
