@@ -1,0 +1,154 @@
+#include "radix/pftree/inner_node.h"
+
+#include <emmintrin.h>
+
+#include <cstring>
+
+#include "pm/persist.h"
+
+namespace pmindex::pftree {
+
+void StoreRef(uint64_t* slot, uint64_t ref) {
+  std::atomic_ref<uint64_t>(*slot).store(ref, std::memory_order_release);
+  pm::persist(slot, sizeof(uint64_t));
+}
+
+size_t FixedSize(NodeType type) {
+  switch (type) {
+    case NodeType::kNode4:
+      return sizeof(Node4);
+    case NodeType::kNode16:
+      return sizeof(Node16);
+    case NodeType::kNode48:
+      return sizeof(Node48);
+    case NodeType::kNode256:
+      return sizeof(Node256);
+    default:
+      return 0;
+  }
+}
+
+uint64_t* FindChildSlot(InnerHeader* n, uint8_t b) {
+  switch (static_cast<NodeType>(n->type)) {
+    case NodeType::kNode4: {
+      auto* n4 = reinterpret_cast<Node4*>(n);
+      for (int i = 0; i < n->count; ++i)
+        if (n4->keys[i] == b) return &n4->children[i];
+      return nullptr;
+    }
+    case NodeType::kNode16: {
+      // Keys and count are immutable once the node is reachable, so a vector load is safe.
+      auto* n16 = reinterpret_cast<Node16*>(n);
+      __m128i keys = _mm_loadu_si128(reinterpret_cast<const __m128i*>(n16->keys));
+      unsigned mask = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_cmpeq_epi8(keys, _mm_set1_epi8(static_cast<char>(b)))));
+      mask &= (1u << n->count) - 1;
+      return mask ? &n16->children[__builtin_ctz(mask)] : nullptr;
+    }
+    case NodeType::kNode48: {
+      auto* n48 = reinterpret_cast<Node48*>(n);
+      uint8_t idx = std::atomic_ref<uint8_t>(n48->index[b]).load(std::memory_order_acquire);
+      return idx ? &n48->children[idx - 1] : nullptr;
+    }
+    case NodeType::kNode256:
+      return &reinterpret_cast<Node256*>(n)->children[b];
+    default:
+      return nullptr;
+  }
+}
+
+bool AddChildInPlace(InnerHeader* n, uint8_t b, uint64_t ref) {
+  uint64_t* slot = FindChildSlot(n, b);
+  if (slot != nullptr) {
+    if (LoadRef(slot) != 0) return false;
+    StoreRef(slot, ref);
+    return true;
+  }
+  if (static_cast<NodeType>(n->type) != NodeType::kNode48) return false;
+  auto* n48 = reinterpret_cast<Node48*>(n);
+  // A free slot is one no index byte references; a crash between persisting a child and its
+  // index byte leaves such a slot with a stale value, which is simply overwritten here.
+  uint64_t used = 0;
+  for (int i = 0; i < 256; ++i)
+    if (n48->index[i] != 0) used |= uint64_t{1} << (n48->index[i] - 1);
+  for (int s = 0; s < 48; ++s) {
+    if (used & (uint64_t{1} << s)) continue;
+    StoreRef(&n48->children[s], ref);
+    std::atomic_ref<uint8_t>(n48->index[b]).store(static_cast<uint8_t>(s + 1),
+                                                  std::memory_order_release);
+    pm::persist(&n48->index[b], 1);  // commit
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n) {
+  std::vector<std::pair<uint8_t, uint64_t>> out;
+  ForEachSlot(n, [&](uint8_t b, uint64_t* slot) {
+    uint64_t ref = LoadRef(slot);
+    if (ref != 0) out.emplace_back(b, ref);
+  });
+  return out;
+}
+
+Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
+                                std::string_view prefix, uint64_t term,
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children) {
+  size_t n = children.size();
+  NodeType type = n <= 4 ? NodeType::kNode4
+                  : n <= 16 ? NodeType::kNode16
+                  : n <= 48 ? NodeType::kNode48
+                            : NodeType::kNode256;
+  size_t fixed = FixedSize(type);
+  size_t size = fixed + prefix.size();
+  Result<uint64_t> off = alloc.allocate(size);
+  if (!off.ok()) return off.status();
+  char* p = base + *off;
+  std::memset(p, 0, fixed);
+  auto* h = reinterpret_cast<InnerHeader*>(p);
+  h->type = static_cast<uint8_t>(type);
+  h->prefix_len = static_cast<uint16_t>(prefix.size());
+  h->depth = depth;
+  h->term = term;
+  std::memcpy(p + fixed, prefix.data(), prefix.size());
+  switch (type) {
+    case NodeType::kNode4: {
+      auto* n4 = reinterpret_cast<Node4*>(p);
+      for (size_t i = 0; i < n; ++i) {
+        n4->keys[i] = children[i].first;
+        n4->children[i] = children[i].second;
+      }
+      h->count = static_cast<uint8_t>(n);
+      break;
+    }
+    case NodeType::kNode16: {
+      auto* n16 = reinterpret_cast<Node16*>(p);
+      for (size_t i = 0; i < n; ++i) {
+        n16->keys[i] = children[i].first;
+        n16->children[i] = children[i].second;
+      }
+      h->count = static_cast<uint8_t>(n);
+      break;
+    }
+    case NodeType::kNode48: {
+      auto* n48 = reinterpret_cast<Node48*>(p);
+      for (size_t i = 0; i < n; ++i) {
+        n48->index[children[i].first] = static_cast<uint8_t>(i + 1);
+        n48->children[i] = children[i].second;
+      }
+      h->count = static_cast<uint8_t>(n);
+      break;
+    }
+    case NodeType::kNode256: {
+      auto* n256 = reinterpret_cast<Node256*>(p);
+      for (auto& [b, ref] : children) n256->children[b] = ref;
+      break;
+    }
+    default:
+      break;
+  }
+  pm::persist(p, size);  // before any reference to the node is stored
+  return *off;
+}
+
+}  // namespace pmindex::pftree

@@ -1,0 +1,169 @@
+// PFtree's persistent ART inner nodes: Node4, Node16, Node48, Node256.
+//
+// Every inner node starts with the same 24-byte header and ends with its full compressed
+// prefix (prefix_len bytes right after the type's fixed part, so the node's size is
+// sizeof(NodeN) + prefix_len). A node at `depth` has consumed key[0..depth); its prefix is
+// key[depth..depth+prefix_len); its children are indexed by key[depth+prefix_len]; `term`
+// holds the leaf array of the key that ends exactly at depth+prefix_len (at most one key).
+//
+// Child references are 8-byte pool offsets; bit 0 set = leaf array (blocks are 64-byte
+// aligned, so the bit is free). 0 = no child.
+//
+// What changes in place, and how (each is one failure-atomic 8-byte or 1-byte store):
+//   - any child slot or `term`: replaced by a persisted new child (split, compaction) or
+//     cleared (last key removed). Commit = the 8-byte store + persist.
+//   - Node256: a new child is stored into its slot.
+//   - Node48: a new child is persisted into a slot no index byte references, then the index
+//     byte is set and persisted (commit). A slot whose child was cleared stays referenced.
+// Everything else (a new key in Node4/16, a full Node48, a prefix split) builds and persists
+// a new node and swaps the parent's 8-byte reference (copy-on-write), so type, count, keys
+// of Node4/16 and the prefix are immutable once a node is reachable.
+//
+// Crash argument: a node is reachable only after its content was persisted; each in-place
+// change commits with one store; a crash before it leaves the old state, after it the new.
+//
+// Node type values are on-media format: never reuse or renumber one.
+#ifndef PMINDEX_RADIX_PFTREE_INNER_NODE_H_
+#define PMINDEX_RADIX_PFTREE_INNER_NODE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pm/alloc.h"
+#include "pmindex/status.h"
+
+namespace pmindex::pftree {
+
+enum class NodeType : uint8_t {
+  kNode4 = 1,
+  kNode16 = 2,
+  kNode48 = 3,
+  kNode256 = 4,
+  kLeafArray = 5,
+};
+
+inline constexpr uint64_t kLeafTag = 1;
+inline bool IsLeafRef(uint64_t ref) { return (ref & kLeafTag) != 0; }
+inline uint64_t RefOffset(uint64_t ref) { return ref & ~kLeafTag; }
+
+// Common header, bytes 0..23 of cache line 0.
+//   0  lock        8  VersionLock word (generation | version | obsolete | locked), never flushed
+//   8  type        1  NodeType
+//   9  count       1  Node4/16: number of keys; Node48: slots filled at build; Node256: 0
+//  10  prefix_len  2  bytes of compressed prefix (stored in full after the fixed part)
+//  12  depth       2  key bytes consumed before the prefix
+//  14  reserved    2
+//  16  term        8  leaf-array reference for the key ending at depth+prefix_len, or 0
+struct InnerHeader {
+  uint64_t lock;
+  uint8_t type;
+  uint8_t count;
+  uint16_t prefix_len;
+  uint16_t depth;
+  uint16_t reserved;
+  uint64_t term;
+};
+static_assert(sizeof(InnerHeader) == 24);
+static_assert(offsetof(InnerHeader, type) == 8);
+static_assert(offsetof(InnerHeader, term) == 16);
+
+//   0..23 header | 24 keys[4] | 28 pad | 32 children[4] (line 0) | 64 prefix
+struct Node4 {
+  InnerHeader h;
+  uint8_t keys[4];
+  uint8_t pad[4];
+  uint64_t children[4];
+};
+static_assert(sizeof(Node4) == 64 && offsetof(Node4, children) == 32);
+
+//   0..23 header | 24 keys[16] | 40 children[16] (lines 0-2) | 168 prefix
+struct Node16 {
+  InnerHeader h;
+  uint8_t keys[16];
+  uint64_t children[16];
+};
+static_assert(sizeof(Node16) == 168 && offsetof(Node16, children) == 40);
+
+//   0..23 header | 24 index[256] (0 = none, else slot+1; lines 0-4) | 280 children[48] | 664
+struct Node48 {
+  InnerHeader h;
+  uint8_t index[256];
+  uint64_t children[48];
+};
+static_assert(sizeof(Node48) == 664 && offsetof(Node48, children) == 280);
+
+//   0..23 header | 24 children[256] (lines 0-32) | 2072 prefix
+struct Node256 {
+  InnerHeader h;
+  uint64_t children[256];
+};
+static_assert(sizeof(Node256) == 2072 && offsetof(Node256, children) == 24);
+
+inline uint64_t LoadRef(const uint64_t* slot) {
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(slot)).load(std::memory_order_acquire);
+}
+// Stores and persists a reference: the commit point of every structural change.
+void StoreRef(uint64_t* slot, uint64_t ref);
+
+size_t FixedSize(NodeType type);
+inline const char* PrefixOf(const InnerHeader* n) {
+  return reinterpret_cast<const char*>(n) + FixedSize(static_cast<NodeType>(n->type));
+}
+
+// The slot that holds (or would hold, for Node256 / a cleared Node4/16/48 entry) the child
+// for byte b; nullptr if the node has no slot for b.
+uint64_t* FindChildSlot(InnerHeader* n, uint8_t b);
+
+// Calls fn(byte, slot) for each slot with a byte, in byte order (children may be 0).
+template <typename Fn>
+void ForEachSlot(InnerHeader* n, Fn&& fn) {
+  switch (static_cast<NodeType>(n->type)) {
+    case NodeType::kNode4: {
+      auto* n4 = reinterpret_cast<Node4*>(n);
+      for (int i = 0; i < n->count; ++i) fn(n4->keys[i], &n4->children[i]);
+      break;
+    }
+    case NodeType::kNode16: {
+      auto* n16 = reinterpret_cast<Node16*>(n);
+      for (int i = 0; i < n->count; ++i) fn(n16->keys[i], &n16->children[i]);
+      break;
+    }
+    case NodeType::kNode48: {
+      auto* n48 = reinterpret_cast<Node48*>(n);
+      for (int b = 0; b < 256; ++b) {
+        uint8_t idx = std::atomic_ref<uint8_t>(n48->index[b]).load(std::memory_order_acquire);
+        if (idx != 0) fn(static_cast<uint8_t>(b), &n48->children[idx - 1]);
+      }
+      break;
+    }
+    case NodeType::kNode256: {
+      auto* n256 = reinterpret_cast<Node256*>(n);
+      for (int b = 0; b < 256; ++b) fn(static_cast<uint8_t>(b), &n256->children[b]);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// Adds child `ref` for byte b without copying the node, if its type allows (Node256, a
+// Node48 with a free slot, or an existing slot for b whose child was cleared). Caller holds
+// the node's lock and has persisted the child. False: copy-on-write needed.
+bool AddChildInPlace(InnerHeader* n, uint8_t b, uint64_t ref);
+
+// Builds and persists a new node of the smallest type that holds `children` (sorted by byte,
+// non-zero refs). Returns its offset.
+Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
+                                std::string_view prefix, uint64_t term,
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children);
+
+// The non-zero children of n, in byte order.
+std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n);
+
+}  // namespace pmindex::pftree
+
+#endif  // PMINDEX_RADIX_PFTREE_INNER_NODE_H_

@@ -1,0 +1,241 @@
+#include "radix/pftree/leaf_array.h"
+
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "pm/alloc.h"
+#include "pm/mutant.h"
+#include "pm/persist.h"
+#include "radix/pftree/inner_node.h"
+
+namespace pmindex::pftree {
+
+uint8_t Fingerprint(std::string_view key) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ key.size();
+  const char* p = key.data();
+  size_t n = key.size();
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+    p += 8;
+    n -= 8;
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+  }
+  h ^= h >> 32;
+  h ^= h >> 16;
+  return static_cast<uint8_t>(h ^ (h >> 8));
+}
+
+namespace {
+
+bool EntryMatches(LeafHeader* l, uint32_t pos, std::string_view key) {
+  uint16_t h = LoadEntryHeader(l, pos);
+  if (!(h & kEntryValid) || EntryKeyLen(h) != key.size()) return false;
+  return std::memcmp(LeafData(l) + pos + 2, key.data(), key.size()) == 0;
+}
+
+}  // namespace
+
+int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view key, uint8_t fp) {
+  if (n == 0) return -1;
+#ifdef PMINDEX_TSAN
+  // Scalar: the vector loads below read fingerprints past `count`, which a writer may be
+  // storing (harmless, masked out, but a reported race).
+  for (int i = static_cast<int>(n) - 1; i >= 0; --i)
+    if (aux->fp[i] == fp && EntryMatches(l, aux->pos[i], key)) return i;
+  return -1;
+#else
+  const __m128i needle = _mm_set1_epi8(static_cast<char>(fp));
+  for (int base = static_cast<int>((n - 1) & ~15u); base >= 0; base -= 16) {
+    __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(aux->fp + base));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)));
+    uint32_t valid = n - base;
+    if (valid < 16) mask &= (1u << valid) - 1;
+    while (mask != 0) {
+      int bit = 31 - __builtin_clz(mask);  // newest first
+      int i = base + bit;
+      if (EntryMatches(l, aux->pos[i], key)) return i;
+      mask &= ~(1u << bit);
+    }
+  }
+  return -1;
+#endif
+}
+
+LeafAux* NewAux(uint32_t capacity) {
+  uint32_t max = std::min<uint32_t>(kMaxEntries, capacity / 4);
+  size_t head = (sizeof(LeafAux) + 15) & ~size_t{15};
+  size_t fp_bytes = (max + 16 + 15) & ~size_t{15};
+  size_t bytes = head + fp_bytes + 2 * size_t{max};
+  char* mem = static_cast<char*>(::operator new(bytes, std::align_val_t{16}));
+  auto* aux = new (mem) LeafAux();
+  aux->max_entries = max;
+  aux->bytes = static_cast<uint32_t>(bytes);
+  aux->fp = reinterpret_cast<uint8_t*>(mem + head);
+  std::memset(aux->fp, 0, fp_bytes);
+  aux->pos = reinterpret_cast<uint16_t*>(mem + head + fp_bytes);
+  return aux;
+}
+
+void FreeAux(LeafAux* aux) {
+  if (aux == nullptr) return;
+  aux->~LeafAux();
+  ::operator delete(static_cast<void*>(aux), std::align_val_t{16});
+}
+
+bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
+                 uint8_t fp) {
+  uint32_t n = aux->count.load(std::memory_order_relaxed);
+  size_t size = EntrySize(key.size(), value.size());
+  if (n >= aux->max_entries || aux->used + size > l->capacity) return false;
+  uint32_t pos = aux->used;
+  char* entry = LeafData(l) + pos;
+  auto* header = reinterpret_cast<uint16_t*>(entry);
+  const uint16_t h = MakeEntryHeader(key.size(), value.size());
+  const bool early_header = pm::mutant("pftree.header_before_kv");
+  if (early_header) {  // mutant: commits before the key and value are durable
+    std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
+    pm::persist(header, 2);
+  }
+  std::memcpy(entry + 2, key.data(), key.size());
+  std::memcpy(entry + 2 + key.size(), value.data(), value.size());
+  size_t body = size - 2;
+  if (pos + size + 2 <= l->capacity) {
+    // Terminator for the next position: the block may hold old bytes there.
+    std::atomic_ref<uint16_t>(*reinterpret_cast<uint16_t*>(entry + size))
+        .store(0, std::memory_order_relaxed);
+    body += 2;
+  }
+  if (!pm::mutant("pftree.skip_entry_persist")) pm::persist(entry + 2, body);
+  if (!early_header) {
+    std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
+    pm::persist(header, 2);  // commit
+  }
+  aux->pos[n] = static_cast<uint16_t>(pos);
+  aux->fp[n] = fp;
+  aux->used = static_cast<uint32_t>(pos + size);
+  aux->live++;
+  aux->count.store(n + 1, std::memory_order_release);
+  return true;
+}
+
+void InvalidateEntry(LeafHeader* l, LeafAux* aux, uint32_t idx) {
+  auto* header = reinterpret_cast<uint16_t*>(LeafData(l) + aux->pos[idx]);
+  std::atomic_ref<uint16_t> h(*header);
+  h.store(h.load(std::memory_order_relaxed) & ~kEntryValid, std::memory_order_release);
+  pm::persist(header, 2);
+  aux->live--;
+}
+
+size_t LeafBlockSizeFor(size_t bytes) {
+  size_t want = std::min(std::max(2 * bytes, kMinLeafBlock - kLeafHeaderSize), kMaxLeafData);
+  want = std::max(want, bytes);
+  for (uint32_t cls : pm::kSizeClasses) {
+    if (cls < kMinLeafBlock) continue;
+    if (cls - kLeafHeaderSize >= want) return cls;
+  }
+  return kMaxLeafBlock;
+}
+
+void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
+               const std::vector<LeafItem>& items, size_t b, size_t e, bool skip_persist) {
+  std::memset(leaf, 0, kLeafHeaderSize);
+  leaf->type = static_cast<uint8_t>(NodeType::kLeafArray);
+  leaf->depth = depth;
+  leaf->capacity = static_cast<uint32_t>(block_size - kLeafHeaderSize);
+  auto* aux = NewAux(leaf->capacity);
+  char* data = LeafData(leaf);
+  uint32_t pos = 0, n = 0;
+  for (size_t i = b; i < e; ++i) {
+    const LeafItem& it = items[i];
+    std::memcpy(data + pos + 2, it.key.data(), it.key.size());
+    std::memcpy(data + pos + 2 + it.key.size(), it.value.data(), it.value.size());
+    uint16_t h = MakeEntryHeader(it.key.size(), it.value.size());
+    std::memcpy(data + pos, &h, 2);
+    aux->pos[n] = static_cast<uint16_t>(pos);
+    aux->fp[n] = Fingerprint(it.key);
+    ++n;
+    pos += static_cast<uint32_t>(EntrySize(it.key.size(), it.value.size()));
+  }
+  size_t end = pos;
+  if (pos + 2 <= leaf->capacity) {
+    std::memset(data + pos, 0, 2);
+    end += 2;
+  }
+  aux->used = pos;
+  aux->live = n;
+  aux->sorted_n = n;
+  aux->count.store(n, std::memory_order_relaxed);
+  leaf->aux = reinterpret_cast<uint64_t>(aux);
+  leaf->aux_gen = gen;
+  if (!skip_persist) pm::persist(leaf, kLeafHeaderSize + end);
+}
+
+LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error) {
+  auto* aux = NewAux(l->capacity);
+  char* data = LeafData(l);
+  uint32_t pos = 0, n = 0;
+  bool sorted = true;
+  std::string_view prev;
+  while (pos + 2 <= l->capacity) {
+    uint16_t h;
+    std::memcpy(&h, data + pos, 2);
+    if (h == 0) break;
+    size_t klen = EntryKeyLen(h), vlen = EntryValueLen(h);
+    size_t size = EntrySize(klen, vlen);
+    if (klen == 0 || pos + size > l->capacity || n >= aux->max_entries) {
+      *error = "malformed entry at data offset " + std::to_string(pos);
+      FreeAux(aux);
+      return nullptr;
+    }
+    std::string_view key(data + pos + 2, klen);
+    if (sorted && n > 0 && !(prev < key)) sorted = false;
+    if (sorted) aux->sorted_n = n + 1;
+    prev = key;
+    uint8_t fp = Fingerprint(key);
+    if (h & kEntryValid) {
+      int old = FindEntry(l, aux, n, key, fp);
+      if (old >= 0) {
+        // Interrupted update: the later version wins.
+        if (repair) {
+          InvalidateEntry(l, aux, static_cast<uint32_t>(old));
+        } else {
+          aux->live--;
+        }
+      }
+      aux->live++;
+    }
+    aux->pos[n] = static_cast<uint16_t>(pos);
+    aux->fp[n] = fp;
+    ++n;
+    aux->count.store(n, std::memory_order_relaxed);
+    pos += static_cast<uint32_t>(size);
+  }
+  aux->used = pos;
+  return aux;
+}
+
+void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<uint32_t>* out) {
+  out->clear();
+  auto key_of = [&](uint32_t i) {
+    uint32_t pos = aux->pos[i];
+    return EntryKey(l, pos, LoadEntryHeader(l, pos));
+  };
+  uint32_t sorted = std::min(aux->sorted_n, n);
+  for (uint32_t i = 0; i < n; ++i)
+    if (LoadEntryHeader(l, aux->pos[i]) & kEntryValid) out->push_back(i);
+  auto mid = std::lower_bound(out->begin(), out->end(), sorted);
+  auto less = [&](uint32_t a, uint32_t b) { return key_of(a) < key_of(b); };
+  std::sort(mid, out->end(), less);
+  std::inplace_merge(out->begin(), mid, out->end(), less);
+}
+
+}  // namespace pmindex::pftree

@@ -1,0 +1,146 @@
+// PFtree leaf arrays: key-value pairs stored inline behind a 2-byte entry header, with the
+// auxiliary metadata (positions, fingerprints, sorted order) kept only in DRAM.
+//
+// Block layout (one allocation, 256 B .. 8 KiB; the data area fills the rest):
+//   line 0:  0 lock      8  VersionLock word (generation | version | obsolete | locked)
+//            8 type      1  NodeType::kLeafArray
+//            9 reserved  1
+//           10 depth     2  every key shares key[0..depth) with the path to this leaf
+//           12 capacity  4  bytes of the data area
+//           16 aux       8  DRAM LeafAux* - a cache, valid only if aux_gen is the current
+//           24 aux_gen   4  generation (rebuilt by recover(), never flushed)
+//           28 reserved 36
+//   64..:   data area, entries back to back, each 2-byte aligned:
+//             [hdr: bit 15 valid | bits 14..6 key length (1..511) | bits 5..0 value length]
+//             [key bytes][value bytes][pad to even]
+//           The first header that is 0 ends the data area.
+//
+// Crash argument (insert = append): the key and value bytes, followed by a zero header
+// (the terminator of the next position), are written and persisted first; then the 2-byte
+// header is stored (one aligned store, never straddling a cache line) and persisted. The
+// header is the commit: a crash before it leaves a 0 header, which recovery reads as the end
+// of the data area, so a torn entry is never seen and its bytes are overwritten by the next
+// append. Remove clears the valid bit (one 2-byte store). Update appends the new version and
+// then clears the old one; a crash in between leaves two valid versions, and recovery keeps
+// the later one (appends only move forward between rebuilds) and clears the earlier.
+// Nothing else ever changes in place: compaction, growth and splits build new blocks.
+//
+// Concurrency: writers hold the leaf's lock; readers read under a version (VersionLock).
+// Entry bytes and the DRAM arrays below `count` never change after publication (count is
+// released after them), so readers race only on the atomic 2-byte headers.
+#ifndef PMINDEX_RADIX_PFTREE_LEAF_ARRAY_H_
+#define PMINDEX_RADIX_PFTREE_LEAF_ARRAY_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pmindex/status.h"
+
+namespace pmindex::pftree {
+
+inline constexpr size_t kMaxKeySize = 511;
+inline constexpr size_t kMaxValueSize = 63;
+inline constexpr uint32_t kMaxEntries = 512;  // per leaf array (bounded by the DRAM arrays)
+inline constexpr size_t kLeafHeaderSize = 64;
+inline constexpr size_t kMinLeafBlock = 256;
+inline constexpr size_t kMaxLeafBlock = 8192;
+inline constexpr size_t kMaxLeafData = kMaxLeafBlock - kLeafHeaderSize;
+
+inline constexpr uint16_t kEntryValid = 0x8000;
+
+struct LeafHeader {
+  uint64_t lock;
+  uint8_t type;
+  uint8_t reserved0;
+  uint16_t depth;
+  uint32_t capacity;
+  uint64_t aux;
+  uint32_t aux_gen;
+  uint8_t reserved[36];
+};
+static_assert(sizeof(LeafHeader) == kLeafHeaderSize);
+static_assert(offsetof(LeafHeader, depth) == 10 && offsetof(LeafHeader, capacity) == 12);
+static_assert(offsetof(LeafHeader, aux) == 16 && offsetof(LeafHeader, aux_gen) == 24);
+
+// DRAM metadata of one leaf array, one allocation sized for the leaf's capacity (at most
+// capacity / 4 entries: the smallest entry is 4 bytes). Entries [0, count) are published;
+// pos/fp of a published entry never change. Entries [0, sorted_n) are in ascending key order
+// (the leaf was built sorted); later ones were appended. used/live are the writer's.
+struct LeafAux {
+  std::atomic<uint32_t> count{0};
+  uint32_t used = 0;         // bytes of the data area in use
+  uint32_t live = 0;         // valid entries
+  uint32_t sorted_n = 0;     // immutable after build
+  uint32_t max_entries = 0;  // length of pos/fp
+  uint32_t bytes = 0;        // of this allocation
+  uint8_t* fp = nullptr;     // fingerprints (+16 so vector loads past count stay in bounds)
+  uint16_t* pos = nullptr;   // data-area offset of each entry
+};
+LeafAux* NewAux(uint32_t capacity);
+void FreeAux(LeafAux* aux);
+
+inline char* LeafData(LeafHeader* l) { return reinterpret_cast<char*>(l) + kLeafHeaderSize; }
+inline LeafAux* AuxOf(LeafHeader* l) { return reinterpret_cast<LeafAux*>(l->aux); }
+
+inline uint16_t MakeEntryHeader(size_t klen, size_t vlen) {
+  return static_cast<uint16_t>(kEntryValid | (klen << 6) | vlen);
+}
+inline size_t EntryKeyLen(uint16_t h) { return (h >> 6) & 0x1FF; }
+inline size_t EntryValueLen(uint16_t h) { return h & 0x3F; }
+inline size_t EntrySize(size_t klen, size_t vlen) { return (2 + klen + vlen + 1) & ~size_t{1}; }
+
+inline uint16_t LoadEntryHeader(LeafHeader* l, uint32_t pos) {
+  return std::atomic_ref<uint16_t>(*reinterpret_cast<uint16_t*>(LeafData(l) + pos))
+      .load(std::memory_order_acquire);
+}
+inline std::string_view EntryKey(LeafHeader* l, uint32_t pos, uint16_t h) {
+  return {LeafData(l) + pos + 2, EntryKeyLen(h)};
+}
+inline std::string_view EntryValue(LeafHeader* l, uint32_t pos, uint16_t h) {
+  return {LeafData(l) + pos + 2 + EntryKeyLen(h), EntryValueLen(h)};
+}
+
+uint8_t Fingerprint(std::string_view key);
+
+// Index (< n) of the newest valid entry with `key`, or -1.
+int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view key, uint8_t fp);
+
+// Appends and commits key -> value. Caller holds the lock. False (nothing written) if the
+// data area or the entry arrays are full.
+bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
+                 uint8_t fp);
+// Clears entry idx's valid bit and persists it. Caller holds the lock.
+void InvalidateEntry(LeafHeader* l, LeafAux* aux, uint32_t idx);
+
+// A key-value pair to be written into a new leaf array (views into PM or the caller).
+struct LeafItem {
+  std::string_view key;
+  std::string_view value;
+};
+inline size_t ItemsBytes(const std::vector<LeafItem>& items, size_t b, size_t e) {
+  size_t s = 0;
+  for (size_t i = b; i < e; ++i) s += EntrySize(items[i].key.size(), items[i].value.size());
+  return s;
+}
+// Block size for a new leaf holding `bytes` of entries, with room to grow.
+size_t LeafBlockSizeFor(size_t bytes);
+// Writes items[b, e) (sorted) into the block at `leaf` of `block_size` bytes and makes its
+// aux. Persists the block unless `skip_persist` (a test mutant). Does not publish it.
+void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
+               const std::vector<LeafItem>& items, size_t b, size_t e, bool skip_persist);
+
+// Rebuilds the DRAM metadata of a leaf by scanning its data area (recovery). With repair,
+// clears the earlier of two valid versions of a key (an interrupted update). Returns nullptr
+// and sets *error if the data area is malformed.
+LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error);
+
+// Indexes of the valid entries among [0, n) in ascending key order.
+void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<uint32_t>* out);
+
+}  // namespace pmindex::pftree
+
+#endif  // PMINDEX_RADIX_PFTREE_LEAF_ARRAY_H_

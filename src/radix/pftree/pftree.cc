@@ -1,0 +1,447 @@
+// PFtree point operations: lookup, insert/update/upsert/remove, and the structural changes
+// they trigger (new leaf array, copy-on-write of a Node4/16/48, prefix split, leaf rebuild).
+#include "radix/pftree/pftree.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "pm/mutant.h"
+#include "pm/persist.h"
+#include "radix/pftree/version_lock.h"
+
+namespace pmindex::pftree {
+
+namespace {
+
+// Leaf arrays are rebuilt as one leaf while their live entries stay below these, else split
+// (hysteresis: a nearly full rebuilt leaf would be rebuilt again after a few appends).
+constexpr size_t kRebuildMaxEntries = kMaxEntries * 3 / 4;
+constexpr size_t kRebuildMaxBytes = kMaxLeafData * 3 / 4;
+
+}  // namespace
+
+PFTree::PFTree(std::unique_ptr<Pool> pool)
+    : pool_(std::move(pool)),
+      base_(pool_->base()),
+      alloc_(&pool_->allocator()),
+      gen_(static_cast<uint32_t>(pool_->generation())) {}
+
+PFTree::~PFTree() { close(); }
+
+Result<std::unique_ptr<Index>> PFTree::Attach(std::unique_ptr<Pool> pool, bool fresh) {
+  std::unique_ptr<PFTree> tree(new PFTree(std::move(pool)));
+  Pool* p = tree->pool_.get();
+  if (fresh || p->root() == 0) {
+    if (p->read_only()) return Status::InvalidArgument(p->path() + ": pftree has no root");
+    // A new (or never published) root: persisted before set_root publishes it.
+    Result<uint64_t> off = tree->alloc_->allocate(sizeof(Node256), /*zero=*/true);
+    if (!off.ok()) return off.status().WithContext(p->path());
+    auto* root = p->at<Node256>(*off);
+    std::memset(root, 0, sizeof(Node256));
+    root->h.type = static_cast<uint8_t>(NodeType::kNode256);
+    pm::persist(root, sizeof(Node256));
+    p->set_root(*off);
+    tree->recovered_ = true;
+  }
+  tree->root_ = p->at<InnerHeader>(p->root());
+  return std::unique_ptr<Index>(std::move(tree));
+}
+
+Status PFTree::insert(std::string_view key, std::string_view value) {
+  return Write(key, value, Op::kInsert);
+}
+Status PFTree::update(std::string_view key, std::string_view value) {
+  return Write(key, value, Op::kUpdate);
+}
+Status PFTree::upsert(std::string_view key, std::string_view value) {
+  return Write(key, value, Op::kUpsert);
+}
+Status PFTree::remove(std::string_view key) { return Write(key, {}, Op::kRemove); }
+
+bool PFTree::lookup(std::string_view key, std::string* value) {
+  if (key.empty() || key.size() > kMaxKeySize) return false;
+  const uint8_t fp = Fingerprint(key);
+  Epoch::Guard guard;
+  for (;;) {
+    InnerHeader* node = root_;
+    size_t pos = 0;
+    int result = -1;  // -1 restart, 0 absent, 1 found
+    for (;;) {
+      const size_t plen = node->prefix_len;
+      if (plen != 0) {
+        if (key.size() - pos < plen || std::memcmp(PrefixOf(node), key.data() + pos, plen) != 0) {
+          result = VersionLock::IsObsolete(&node->lock, gen_) ? -1 : 0;
+          break;
+        }
+        pos += plen;
+      }
+      uint64_t* slot = key.size() == pos ? &node->term
+                                         : FindChildSlot(node, static_cast<uint8_t>(key[pos]));
+      uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
+      if (child == 0) {
+        result = VersionLock::IsObsolete(&node->lock, gen_) ? -1 : 0;
+        break;
+      }
+      if (IsLeafRef(child)) {
+        auto* leaf = at<LeafHeader>(child);
+        uint64_t version;
+        if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) break;
+        LeafAux* aux = AuxOf(leaf);
+        uint32_t n = aux->count.load(std::memory_order_acquire);
+        int idx = FindEntry(leaf, aux, n, key, fp);
+        if (idx >= 0) {
+          uint32_t epos = aux->pos[idx];
+          std::string_view v = EntryValue(leaf, epos, LoadEntryHeader(leaf, epos));
+          if (value != nullptr) value->assign(v.data(), v.size());
+        }
+        if (!VersionLock::ReadValidate(&leaf->lock, version)) break;
+        result = idx >= 0 ? 1 : 0;
+        break;
+      }
+      node = at<InnerHeader>(child);
+      ++pos;
+    }
+    if (result >= 0) return result == 1;
+  }
+}
+
+Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
+  if (key.empty() || key.size() > kMaxKeySize)
+    return Status::InvalidArgument("pftree: key must be 1..511 bytes");
+  if (value.size() > kMaxValueSize)
+    return Status::InvalidArgument("pftree: value must be at most 63 bytes");
+  if (pool_->read_only()) return Status::NotSupported("pftree: pool opened read-only");
+  const uint8_t fp = Fingerprint(key);
+  const bool must_exist = op == Op::kUpdate || op == Op::kRemove;
+  Epoch::Guard guard;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) VersionLock::Backoff(attempt);
+    InnerHeader* parent = nullptr;
+    uint8_t parent_byte = 0;
+    InnerHeader* node = root_;
+    size_t pos = 0;
+    Attempt r{true, Status::OK()};
+    for (;;) {
+      const size_t plen = node->prefix_len;
+      if (plen != 0) {
+        const char* prefix = PrefixOf(node);
+        size_t limit = std::min(plen, key.size() - pos);
+        size_t m = 0;
+        while (m < limit && prefix[m] == key[pos + m]) ++m;
+        if (m < plen) {
+          if (must_exist) {
+            if (!VersionLock::IsObsolete(&node->lock, gen_)) return Status::NotFound();
+            break;
+          }
+          r = SplitPrefix(parent, parent_byte, node, pos, m, key, value);
+          break;
+        }
+        pos += plen;
+      }
+      uint64_t* slot = key.size() == pos ? &node->term
+                                         : FindChildSlot(node, static_cast<uint8_t>(key[pos]));
+      uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
+      if (child == 0) {
+        if (must_exist) {
+          if (!VersionLock::IsObsolete(&node->lock, gen_)) return Status::NotFound();
+          break;
+        }
+        r = AddLeaf(parent, parent_byte, node, pos, key, value);
+        break;
+      }
+      if (IsLeafRef(child)) {
+        r = WriteToLeaf(node, slot, at<LeafHeader>(child), key, value, fp, op);
+        break;
+      }
+      parent = node;
+      parent_byte = static_cast<uint8_t>(key[pos]);
+      node = at<InnerHeader>(child);
+      ++pos;
+    }
+    if (!r.restart) return std::move(r.status);
+  }
+}
+
+PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf,
+                                  std::string_view key, std::string_view value, uint8_t fp,
+                                  Op op) {
+  if (!VersionLock::Lock(&leaf->lock, gen_)) return {true, {}};
+  LeafAux* aux = AuxOf(leaf);
+  const uint32_t n = aux->count.load(std::memory_order_relaxed);
+  const int idx = FindEntry(leaf, aux, n, key, fp);
+  switch (op) {
+    case Op::kInsert:
+      if (idx >= 0) {
+        VersionLock::Unlock(&leaf->lock, gen_);
+        return {false, Status::AlreadyExists()};
+      }
+      break;
+    case Op::kUpdate:
+      if (idx < 0) {
+        VersionLock::Unlock(&leaf->lock, gen_);
+        return {false, Status::NotFound()};
+      }
+      break;
+    case Op::kRemove:
+      if (idx < 0) {
+        VersionLock::Unlock(&leaf->lock, gen_);
+        return {false, Status::NotFound()};
+      }
+      if (aux->live > 1) {
+        InvalidateEntry(leaf, aux, static_cast<uint32_t>(idx));  // commit: the valid bit
+        VersionLock::Unlock(&leaf->lock, gen_);
+        return {false, Status::OK()};
+      }
+      // The last key: unlink the whole leaf array (commit: the parent's 8-byte reference).
+      if (!VersionLock::TryLock(&parent->lock, gen_)) {
+        VersionLock::Unlock(&leaf->lock, gen_);
+        return {true, {}};
+      }
+      VersionLock::MarkObsolete(&leaf->lock, gen_);
+      StoreRef(slot, 0);
+      VersionLock::Unlock(&parent->lock, gen_);
+      Retire(pool_->offset_of(leaf) | kLeafTag);
+      return {false, Status::OK()};
+    case Op::kUpsert:
+      break;
+  }
+  // Append the new version (commit: its header), then retire the old one's valid bit.
+  if (AppendEntry(leaf, aux, key, value, fp)) {
+    if (idx >= 0) InvalidateEntry(leaf, aux, static_cast<uint32_t>(idx));
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {false, Status::OK()};
+  }
+  // Full: rebuild the live entries (with the change applied) into a new leaf array or a
+  // split subtree, persist it, and swap the parent's reference to it.
+  if (!VersionLock::TryLock(&parent->lock, gen_)) {
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {true, {}};
+  }
+  std::vector<LeafItem> items;
+  items.reserve(aux->live + 1);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (static_cast<int>(i) == idx) continue;
+    uint32_t epos = aux->pos[i];
+    uint16_t h = LoadEntryHeader(leaf, epos);
+    if (h & kEntryValid) items.push_back({EntryKey(leaf, epos, h), EntryValue(leaf, epos, h)});
+  }
+  items.push_back({key, value});
+  std::sort(items.begin(), items.end(),
+            [](const LeafItem& a, const LeafItem& b) { return a.key < b.key; });
+  std::vector<uint64_t> allocated;
+  Result<uint64_t> sub = BuildSubtree(items, 0, items.size(), leaf->depth, &allocated);
+  if (!sub.ok()) {
+    FreeBlocks(allocated);
+    VersionLock::Unlock(&parent->lock, gen_);
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {false, sub.status()};
+  }
+  VersionLock::MarkObsolete(&leaf->lock, gen_);
+  StoreRef(slot, *sub);  // commit
+  VersionLock::Unlock(&parent->lock, gen_);
+  Retire(pool_->offset_of(leaf) | kLeafTag);
+  return {false, Status::OK()};
+}
+
+Result<uint64_t> PFTree::NewLeaf(std::string_view key, std::string_view value, uint16_t depth) {
+  std::vector<LeafItem> items{{key, value}};
+  size_t block = LeafBlockSizeFor(ItemsBytes(items, 0, 1));
+  Result<uint64_t> off = alloc_->allocate(block);
+  if (!off.ok()) return off.status();
+  WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, 0, 1, false);
+  return *off | kLeafTag;
+}
+
+PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, InnerHeader* node,
+                                size_t pos, std::string_view key, std::string_view value) {
+  if (!VersionLock::Lock(&node->lock, gen_)) return {true, {}};
+  const bool term = key.size() == pos;
+  const uint8_t b = term ? 0 : static_cast<uint8_t>(key[pos]);
+  uint64_t* slot = term ? &node->term : FindChildSlot(node, b);
+  if (slot != nullptr && LoadRef(slot) != 0) {  // someone else added it meanwhile
+    VersionLock::Unlock(&node->lock, gen_);
+    return {true, {}};
+  }
+  Result<uint64_t> leaf = NewLeaf(key, value, static_cast<uint16_t>(term ? pos : pos + 1));
+  if (!leaf.ok()) {
+    VersionLock::Unlock(&node->lock, gen_);
+    return {false, leaf.status()};
+  }
+  if (term) {
+    StoreRef(&node->term, *leaf);  // commit
+    VersionLock::Unlock(&node->lock, gen_);
+    return {false, Status::OK()};
+  }
+  if (AddChildInPlace(node, b, *leaf)) {  // commit inside
+    VersionLock::Unlock(&node->lock, gen_);
+    return {false, Status::OK()};
+  }
+  // Copy-on-write: a node with the new child (grown if needed) replaces this one.
+  if (grandparent == nullptr || !VersionLock::TryLock(&grandparent->lock, gen_)) {
+    FreeBlocks({RefOffset(*leaf)});
+    VersionLock::Unlock(&node->lock, gen_);
+    return {true, {}};
+  }
+  auto children = LiveChildren(node);
+  children.insert(std::lower_bound(children.begin(), children.end(), std::make_pair(b, uint64_t{0})),
+                  {b, *leaf});
+  Result<uint64_t> copy =
+      BuildInnerNode(*alloc_, base_, node->depth, {PrefixOf(node), node->prefix_len},
+                     LoadRef(&node->term), children);
+  if (!copy.ok()) {
+    FreeBlocks({RefOffset(*leaf)});
+    VersionLock::Unlock(&grandparent->lock, gen_);
+    VersionLock::Unlock(&node->lock, gen_);
+    return {false, copy.status()};
+  }
+  VersionLock::MarkObsolete(&node->lock, gen_);
+  StoreRef(FindChildSlot(grandparent, gp_byte), *copy);  // commit
+  VersionLock::Unlock(&grandparent->lock, gen_);
+  Retire(pool_->offset_of(node));
+  return {false, Status::OK()};
+}
+
+PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, InnerHeader* node,
+                                    size_t pos, size_t match, std::string_view key,
+                                    std::string_view value) {
+  if (!VersionLock::Lock(&node->lock, gen_)) return {true, {}};
+  if (parent == nullptr || !VersionLock::TryLock(&parent->lock, gen_)) {
+    VersionLock::Unlock(&node->lock, gen_);
+    return {true, {}};
+  }
+  // New parent M (the common part of the prefix) over a copy of node with the rest of the
+  // prefix and the new key's leaf; published by one store into the old parent.
+  std::string_view prefix(PrefixOf(node), node->prefix_len);
+  std::vector<uint64_t> allocated;
+  auto fail = [&](const Status& s) -> Attempt {
+    FreeBlocks(allocated);
+    VersionLock::Unlock(&parent->lock, gen_);
+    VersionLock::Unlock(&node->lock, gen_);
+    return {false, s};
+  };
+  Result<uint64_t> copy =
+      BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos + match + 1),
+                     prefix.substr(match + 1), LoadRef(&node->term), LiveChildren(node));
+  if (!copy.ok()) return fail(copy.status());
+  allocated.push_back(*copy);
+  const bool term = key.size() == pos + match;
+  Result<uint64_t> leaf =
+      NewLeaf(key, value, static_cast<uint16_t>(term ? pos + match : pos + match + 1));
+  if (!leaf.ok()) return fail(leaf.status());
+  allocated.push_back(RefOffset(*leaf));
+  std::vector<std::pair<uint8_t, uint64_t>> children{{static_cast<uint8_t>(prefix[match]), *copy}};
+  if (!term) {
+    auto kb = static_cast<uint8_t>(key[pos + match]);
+    if (kb < children[0].first) {
+      children.insert(children.begin(), {kb, *leaf});
+    } else {
+      children.push_back({kb, *leaf});
+    }
+  }
+  Result<uint64_t> top = BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos),
+                                        prefix.substr(0, match), term ? *leaf : 0, children);
+  if (!top.ok()) return fail(top.status());
+  VersionLock::MarkObsolete(&node->lock, gen_);
+  StoreRef(FindChildSlot(parent, parent_byte), *top);  // commit
+  VersionLock::Unlock(&parent->lock, gen_);
+  Retire(pool_->offset_of(node));
+  return {false, Status::OK()};
+}
+
+Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
+                                      uint16_t depth, std::vector<uint64_t>* allocated) {
+  const size_t bytes = ItemsBytes(items, b, e);
+  const bool skip_persist = pm::mutant("pftree.skip_split_persist");
+  if (e - b == 1 || (e - b <= kRebuildMaxEntries && bytes <= kRebuildMaxBytes)) {
+    size_t block = LeafBlockSizeFor(bytes);
+    Result<uint64_t> off = alloc_->allocate(block);
+    if (!off.ok()) return off.status();
+    allocated->push_back(*off);
+    WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, skip_persist);
+    return *off | kLeafTag;
+  }
+  // Split by the first key byte after `depth` where the keys differ. Items are sorted, so the
+  // first and last key bound the common prefix; a key ending there sorts first (term).
+  std::string_view first = items[b].key, last = items[e - 1].key;
+  size_t q = depth;
+  while (q < first.size() && q < last.size() && first[q] == last[q]) ++q;
+  uint64_t term = 0;
+  size_t i = b;
+  if (first.size() == q) {
+    Result<uint64_t> t = BuildSubtree(items, b, b + 1, static_cast<uint16_t>(q), allocated);
+    if (!t.ok()) return t;
+    term = *t;
+    ++i;
+  }
+  // Groups that fit one leaf array each come from one bulk allocation per block size
+  // (typically the split pair or a handful of siblings).
+  struct Group {
+    size_t b, e;
+    size_t block;  // 0: needs a deeper subtree
+  };
+  std::vector<Group> groups;
+  while (i < e) {
+    size_t j = i + 1;
+    while (j < e && items[j].key[q] == items[i].key[q]) ++j;
+    size_t gbytes = ItemsBytes(items, i, j);
+    bool fits = j - i == 1 || (j - i <= kRebuildMaxEntries && gbytes <= kRebuildMaxBytes);
+    groups.push_back({i, j, fits ? LeafBlockSizeFor(gbytes) : 0});
+    i = j;
+  }
+  std::vector<uint64_t> refs(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].block == 0 || refs[g] != 0) continue;
+    std::vector<size_t> same;
+    for (size_t h = g; h < groups.size(); ++h)
+      if (groups[h].block == groups[g].block) same.push_back(h);
+    std::vector<uint64_t> offs(same.size());
+    Status s = alloc_->allocate_bulk(groups[g].block, same.size(), offs.data());
+    if (!s.ok()) return s;
+    for (size_t k = 0; k < same.size(); ++k) {
+      const Group& gr = groups[same[k]];
+      allocated->push_back(offs[k]);
+      WriteLeaf(pool_->at<LeafHeader>(offs[k]), gr.block, static_cast<uint16_t>(q + 1), gen_,
+                items, gr.b, gr.e, skip_persist);
+      refs[same[k]] = offs[k] | kLeafTag;
+    }
+  }
+  std::vector<std::pair<uint8_t, uint64_t>> children;
+  children.reserve(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (refs[g] == 0) {
+      Result<uint64_t> sub =
+          BuildSubtree(items, groups[g].b, groups[g].e, static_cast<uint16_t>(q + 1), allocated);
+      if (!sub.ok()) return sub;
+      refs[g] = *sub;
+    }
+    children.emplace_back(static_cast<uint8_t>(items[groups[g].b].key[q]), refs[g]);
+  }
+  Result<uint64_t> node =
+      BuildInnerNode(*alloc_, base_, depth, first.substr(depth, q - depth), term, children);
+  if (!node.ok()) return node;
+  allocated->push_back(*node);
+  return *node;
+}
+
+void PFTree::FreeBlocks(const std::vector<uint64_t>& blocks) {
+  // Never published: no reader can hold them. Leaves carry fresh DRAM metadata.
+  for (uint64_t off : blocks) {
+    auto* h = pool_->at<LeafHeader>(off);
+    if (h->type == static_cast<uint8_t>(NodeType::kLeafArray) && h->aux_gen == gen_) {
+      FreeAux(AuxOf(h));
+    }
+    alloc_->free(off);
+  }
+}
+
+void PFTree::Retire(uint64_t ref) {
+  void* aux = IsLeafRef(ref) ? reinterpret_cast<void*>(at<LeafHeader>(ref)->aux) : nullptr;
+  Epoch::Get().Retire(this, RefOffset(ref), aux);
+}
+
+void PFTree::Reclaim(uint64_t offset, void* aux) {
+  FreeAux(static_cast<LeafAux*>(aux));
+  alloc_->free(offset);
+}
+
+}  // namespace pmindex::pftree

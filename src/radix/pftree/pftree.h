@@ -1,0 +1,121 @@
+// PFtree (Zhang et al., "PFtree: optimizing persistent adaptive radix tree for PM systems on
+// eADR platform"): persistent ART inner nodes (inner_node.h) over leaf arrays that hold
+// key-value pairs inline (leaf_array.h), with per-leaf auxiliary metadata only in DRAM.
+//
+// Keys: byte strings of 1..511 bytes (8-byte integers big-endian); values: 0..63 bytes.
+// Larger (or an empty key) gets InvalidArgument.
+//
+// Shape: the root is a Node256 at depth 0 that never changes identity (its offset is the
+// pool root). A leaf array under slot b of node N holds keys continuing with b; when its
+// data area is full it is rebuilt from its live entries: into one new leaf array (compaction
+// or growth up to 8 KiB) if they fit, otherwise split by the next distinguishing key byte
+// under a new inner node. Either way the new part is built and persisted off to the side and
+// published by one 8-byte store into the parent slot.
+//
+// Thread safety: fully concurrent. Writers lock the leaf array they change (its persistent
+// lock word carries the pool generation, so a crashed holder does not block a reopened
+// pool), plus the parent when they replace a child (taken with try-lock, restart on
+// failure, so locks are only ever waited for top-down). Readers never lock: they validate
+// the leaf's version and, when they find nothing, that the inner node they stopped at is not
+// obsolete (optimistic lock coupling). Replaced blocks are freed through epochs (epoch.h).
+//
+// Durable linearizability: every change commits with one persisted store (an entry header, a
+// valid bit, or an 8-byte child reference) made while holding the lock of what it changes;
+// see leaf_array.h and inner_node.h for the per-structure crash arguments. Replaced nodes
+// are marked obsolete before the reference swap, so no reader can return a result from a
+// node after its replacement became visible.
+#ifndef PMINDEX_RADIX_PFTREE_PFTREE_H_
+#define PMINDEX_RADIX_PFTREE_PFTREE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pm/alloc.h"
+#include "pmindex/index.h"
+#include "radix/pftree/epoch.h"
+#include "radix/pftree/inner_node.h"
+#include "radix/pftree/leaf_array.h"
+
+namespace pmindex::pftree {
+
+class PFTree final : public Index, private Reclaimer {
+ public:
+  // Attaches to `pool`; fresh (or a pool whose initialization was interrupted) gets a new
+  // root, persisted before it is published.
+  static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
+  static const IndexTraits& Traits();
+
+  ~PFTree() override;
+
+  const IndexTraits& traits() const override { return Traits(); }
+  Status insert(std::string_view key, std::string_view value) override;
+  Status update(std::string_view key, std::string_view value) override;
+  Status upsert(std::string_view key, std::string_view value) override;
+  Status remove(std::string_view key) override;
+  bool lookup(std::string_view key, std::string* value) override;
+  size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
+  Status verify() override;
+  IndexStats stats() override;
+  Status recover() override;
+  Status visit_blocks(BlockVisitor& visitor) override;
+  Pool* pool() override { return pool_.get(); }
+  Status close() override;
+
+ private:
+  enum class Op { kInsert, kUpdate, kUpsert, kRemove };
+  // Outcome of one attempt: done (with a status) or restart from the root.
+  struct Attempt {
+    bool restart;
+    Status status;
+  };
+
+  explicit PFTree(std::unique_ptr<Pool> pool);
+
+  template <typename T>
+  T* at(uint64_t ref) const {
+    return reinterpret_cast<T*>(base_ + RefOffset(ref));
+  }
+  Status Write(std::string_view key, std::string_view value, Op op);
+  Attempt WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf, std::string_view key,
+                    std::string_view value, uint8_t fp, Op op);
+  Attempt AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, InnerHeader* node, size_t pos,
+                  std::string_view key, std::string_view value);
+  Attempt SplitPrefix(InnerHeader* parent, uint8_t parent_byte, InnerHeader* node, size_t pos,
+                      size_t match, std::string_view key, std::string_view value);
+  // Builds, off to the side, a subtree at `depth` holding items (sorted, distinct keys): one
+  // leaf array if they fit, else an inner node over split groups. Returns its reference;
+  // blocks it allocated are appended to *allocated (freed by the caller on failure).
+  Result<uint64_t> BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
+                                uint16_t depth, std::vector<uint64_t>* allocated);
+  Result<uint64_t> NewLeaf(std::string_view key, std::string_view value, uint16_t depth);
+  void FreeBlocks(const std::vector<uint64_t>& blocks);
+  void Retire(uint64_t ref);
+  void Reclaim(uint64_t offset, void* aux) override;
+
+  // Scan: the sorted live entries of the first leaf (in key order) holding a key after
+  // `cursor` (>= if inclusive). False if there is none; *restart on a concurrent change.
+  bool NextBatch(std::string_view cursor, bool inclusive,
+                 std::vector<std::pair<std::string, std::string>>* out);
+  int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive,
+                  bool bounded, std::vector<std::pair<std::string, std::string>>* out);
+
+  Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys);
+  Status RecoverNode(uint64_t ref, size_t depth);
+  Status VisitNode(uint64_t ref, BlockVisitor& visitor);
+  void StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]);
+  void FreeAuxNode(uint64_t ref);
+
+  std::unique_ptr<Pool> pool_;
+  char* base_ = nullptr;
+  pm::Allocator* alloc_ = nullptr;
+  InnerHeader* root_ = nullptr;
+  uint32_t gen_ = 0;
+  bool recovered_ = false;  // DRAM metadata valid for every reachable leaf
+};
+
+}  // namespace pmindex::pftree
+
+#endif  // PMINDEX_RADIX_PFTREE_PFTREE_H_

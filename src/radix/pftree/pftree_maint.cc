@@ -1,0 +1,363 @@
+// PFtree: ordered scan, verify, stats, recovery, the block visitor, close and registration.
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "pm/persist.h"
+#include "radix/pftree/pftree.h"
+#include "radix/pftree/version_lock.h"
+
+namespace pmindex::pftree {
+
+namespace {
+constexpr int kNone = 0, kFound = 1, kRestart = -1;
+}  // namespace
+
+const IndexTraits& PFTree::Traits() {
+  static const IndexTraits traits = [] {
+    IndexTraits t;
+    t.name = "pftree";
+    t.kind = IndexKind::kPFTree;
+    t.persistent = true;
+    t.ordered = true;
+    t.byte_keys = true;
+    t.max_key_size = kMaxKeySize;
+    t.max_value_size = kMaxValueSize;
+    t.concurrency =
+        "concurrent (leaf-array locks with pool generation, optimistic readers, "
+        "optimistic lock coupling on inner nodes)";
+    t.durability = "every acknowledged operation survives a crash in the pool's persistence mode";
+    t.description = "PFtree: persistent ART over leaf arrays with inline entries, DRAM metadata";
+    return t;
+  }();
+  return traits;
+}
+
+// ---- scan ----
+
+int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive,
+                        bool bounded, std::vector<std::pair<std::string, std::string>>* out) {
+  if (IsLeafRef(ref)) {
+    auto* leaf = at<LeafHeader>(ref);
+    uint64_t version;
+    if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) return kRestart;
+    LeafAux* aux = AuxOf(leaf);
+    uint32_t n = aux->count.load(std::memory_order_acquire);
+    std::vector<uint32_t> order;
+    SortedEntries(leaf, aux, n, &order);
+    out->clear();
+    for (uint32_t i : order) {
+      uint32_t epos = aux->pos[i];
+      uint16_t h = LoadEntryHeader(leaf, epos);
+      std::string_view k = EntryKey(leaf, epos, h);
+      if (bounded && (k < cursor || (k == cursor && !inclusive))) continue;
+      std::string_view v = EntryValue(leaf, epos, h);
+      out->emplace_back(std::string(k), std::string(v));
+    }
+    if (!VersionLock::ReadValidate(&leaf->lock, version)) return kRestart;
+    return out->empty() ? kNone : kFound;
+  }
+  auto* node = at<InnerHeader>(ref);
+  const size_t plen = node->prefix_len;
+  if (bounded && plen != 0) {
+    size_t avail = cursor.size() > pos ? cursor.size() - pos : 0;
+    size_t k = std::min(plen, avail);
+    int c = k == 0 ? 0 : std::memcmp(PrefixOf(node), cursor.data() + pos, k);
+    if (c < 0) return VersionLock::IsObsolete(&node->lock, gen_) ? kRestart : kNone;
+    if (c > 0 || avail < plen) bounded = false;
+  }
+  pos += plen;
+  uint64_t term = LoadRef(&node->term);
+  if (term != 0) {
+    int r = CollectFrom(term, pos, cursor, inclusive, bounded, out);
+    if (r != kNone) return r;
+  }
+  int start = 0;
+  bool exact_start = false;
+  if (bounded && cursor.size() > pos) {
+    start = static_cast<uint8_t>(cursor[pos]);
+    exact_start = true;
+  }
+  for (auto& [b, child] : LiveChildren(node)) {
+    if (b < start) continue;
+    int r = CollectFrom(child, pos + 1, cursor, inclusive, bounded && exact_start && b == start,
+                        out);
+    if (r != kNone) return r;
+  }
+  return VersionLock::IsObsolete(&node->lock, gen_) ? kRestart : kNone;
+}
+
+bool PFTree::NextBatch(std::string_view cursor, bool inclusive,
+                       std::vector<std::pair<std::string, std::string>>* out) {
+  Epoch::Guard guard;
+  for (;;) {
+    out->clear();
+    int r = CollectFrom(pool_->offset_of(root_), 0, cursor, inclusive, true, out);
+    if (r != kRestart) return r == kFound;
+  }
+}
+
+size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
+  std::string cursor(start);
+  bool inclusive = true;
+  size_t count = 0;
+  std::vector<std::pair<std::string, std::string>> batch;
+  while (count < max_count && NextBatch(cursor, inclusive, &batch)) {
+    for (auto& [k, v] : batch) {
+      if (count >= max_count) return count;
+      ++count;
+      if (!fn(k, v)) return count;
+    }
+    cursor = std::move(batch.back().first);
+    inclusive = false;
+  }
+  return count;
+}
+
+// ---- verify ----
+
+Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys) {
+  const uint64_t off = RefOffset(ref);
+  auto where = [&] { return "pftree node at offset " + std::to_string(off) + ": "; };
+  if (off == 0 || !pool_->contains(base_ + off, kLeafHeaderSize) || off % 64 != 0)
+    return Status::Corruption(where() + "reference outside the pool");
+  if (IsLeafRef(ref)) {
+    auto* leaf = at<LeafHeader>(ref);
+    if (leaf->type != static_cast<uint8_t>(NodeType::kLeafArray))
+      return Status::Corruption(where() + "leaf reference to a non-leaf");
+    if (leaf->depth != path.size())
+      return Status::Corruption(where() + "leaf depth " + std::to_string(leaf->depth) +
+                                " reached at " + std::to_string(path.size()));
+    if (leaf->capacity + kLeafHeaderSize > alloc_->block_size(off))
+      return Status::Corruption(where() + "capacity exceeds its block");
+    if (leaf->aux_gen != gen_) return Status::Corruption(where() + "no DRAM metadata");
+    LeafAux* aux = AuxOf(leaf);
+    std::string err;
+    LeafAux* scanned = ScanLeaf(leaf, false, &err);
+    if (scanned == nullptr) return Status::Corruption(where() + err);
+    uint32_t n = aux->count.load();
+    bool same = scanned->count.load() == n && scanned->used == aux->used &&
+                scanned->live == aux->live &&
+                std::equal(aux->pos, aux->pos + n, scanned->pos) &&
+                std::equal(aux->fp, aux->fp + n, scanned->fp);
+    FreeAux(scanned);
+    if (!same) return Status::Corruption(where() + "DRAM metadata disagrees with the data area");
+    if (aux->live == 0) return Status::Corruption(where() + "empty leaf array is reachable");
+    std::vector<uint32_t> order;
+    SortedEntries(leaf, aux, n, &order);
+    if (order.size() != aux->live) return Status::Corruption(where() + "live count wrong");
+    std::string_view prev;
+    for (size_t i = 0; i < order.size(); ++i) {
+      uint32_t epos = aux->pos[order[i]];
+      std::string_view k = EntryKey(leaf, epos, LoadEntryHeader(leaf, epos));
+      if (k.size() < path.size() || k.substr(0, path.size()) != path)
+        return Status::Corruption(where() + "key does not match its path");
+      if (i > 0 && !(prev < k)) return Status::Corruption(where() + "duplicate key");
+      prev = k;
+    }
+    *keys += order.size();
+    return Status::OK();
+  }
+  auto* node = at<InnerHeader>(ref);
+  auto type = static_cast<NodeType>(node->type);
+  if (type < NodeType::kNode4 || type > NodeType::kNode256)
+    return Status::Corruption(where() + "bad inner node type " + std::to_string(node->type));
+  if (node->depth != path.size())
+    return Status::Corruption(where() + "depth " + std::to_string(node->depth) + " reached at " +
+                              std::to_string(path.size()));
+  if (FixedSize(type) + node->prefix_len > alloc_->block_size(off))
+    return Status::Corruption(where() + "node exceeds its block");
+  if ((type == NodeType::kNode4 && node->count > 4) ||
+      (type == NodeType::kNode16 && node->count > 16))
+    return Status::Corruption(where() + "count out of range");
+  const size_t saved = path.size();
+  path.append(PrefixOf(node), node->prefix_len);
+  uint64_t term = LoadRef(&node->term);
+  if (term != 0) {
+    if (!IsLeafRef(term)) return Status::Corruption(where() + "term child is not a leaf array");
+    uint64_t before = *keys;
+    Status s = VerifyNode(term, path, keys);
+    if (!s.ok()) return s;
+    if (*keys - before != 1) return Status::Corruption(where() + "term leaf holds other keys");
+  }
+  int prev = -1;
+  bool ordered = true;
+  if (type == NodeType::kNode48) {
+    auto* n48 = reinterpret_cast<Node48*>(node);
+    for (int b = 0; b < 256; ++b)
+      if (n48->index[b] > 48) return Status::Corruption(where() + "node48 index out of range");
+    uint64_t seen = 0;
+    for (int b = 0; b < 256; ++b) {
+      int idx = n48->index[b];
+      if (idx == 0) continue;
+      if (seen & (uint64_t{1} << (idx - 1)))
+        return Status::Corruption(where() + "node48 slot referenced twice");
+      seen |= uint64_t{1} << (idx - 1);
+    }
+  }
+  Status status;
+  ForEachSlot(node, [&](uint8_t b, uint64_t* slot) {
+    if (static_cast<int>(b) <= prev) ordered = false;
+    prev = b;
+    uint64_t child = LoadRef(slot);
+    if (child == 0 || !status.ok()) return;
+    path.push_back(static_cast<char>(b));
+    status = VerifyNode(child, path, keys);
+    path.pop_back();
+  });
+  path.resize(saved);
+  if (!status.ok()) return status;
+  if (!ordered) return Status::Corruption(where() + "keys not in ascending order");
+  return Status::OK();
+}
+
+Status PFTree::verify() {
+  if (pool_ == nullptr) return Status::InvalidArgument("pftree: closed");
+  if (!recovered_) return Status::Corruption("pftree: DRAM metadata not rebuilt (recover)");
+  Epoch::Guard guard;
+  std::string path;
+  uint64_t keys = 0;
+  if (root_->type != static_cast<uint8_t>(NodeType::kNode256) || root_->prefix_len != 0)
+    return Status::Corruption("pftree: root is not a prefix-less Node256");
+  return VerifyNode(pool_->offset_of(root_), path, &keys);
+}
+
+// ---- stats, visitor, recovery, close ----
+
+void PFTree::StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]) {
+  stats->pm_bytes += alloc_->block_size(RefOffset(ref));
+  if (IsLeafRef(ref)) {
+    auto* leaf = at<LeafHeader>(ref);
+    counts[5]++;
+    if (leaf->aux_gen == gen_) {
+      stats->dram_bytes += AuxOf(leaf)->bytes;
+      stats->keys += AuxOf(leaf)->live;
+    }
+    return;
+  }
+  auto* node = at<InnerHeader>(ref);
+  counts[std::min<int>(node->type, 5)]++;
+  uint64_t term = LoadRef(&node->term);
+  if (term != 0) StatsNode(term, stats, counts);
+  for (auto& [b, child] : LiveChildren(node)) StatsNode(child, stats, counts);
+}
+
+IndexStats PFTree::stats() {
+  IndexStats s;
+  if (pool_ == nullptr) return s;
+  Epoch::Guard guard;
+  uint64_t counts[6] = {};
+  StatsNode(pool_->offset_of(root_), &s, counts);
+  s.nodes = {{"node4", counts[1]},   {"node16", counts[2]},     {"node48", counts[3]},
+             {"node256", counts[4]}, {"leaf_arrays", counts[5]}};
+  return s;
+}
+
+Status PFTree::VisitNode(uint64_t ref, BlockVisitor& visitor) {
+  Status s = visitor.visit(RefOffset(ref));
+  if (!s.ok() || IsLeafRef(ref)) return s;
+  auto* node = at<InnerHeader>(ref);
+  uint64_t term = LoadRef(&node->term);
+  if (term != 0) {
+    s = VisitNode(term, visitor);
+    if (!s.ok()) return s;
+  }
+  for (auto& [b, child] : LiveChildren(node)) {
+    s = VisitNode(child, visitor);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status PFTree::visit_blocks(BlockVisitor& visitor) {
+  if (pool_ == nullptr) return Status::InvalidArgument("pftree: closed");
+  return VisitNode(pool_->offset_of(root_), visitor);
+}
+
+Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
+  const uint64_t off = RefOffset(ref);
+  if (off == 0 || off % 64 != 0 || !pool_->contains(base_ + off, kLeafHeaderSize))
+    return Status::Corruption("pftree: reference " + std::to_string(ref) + " outside the pool");
+  if (IsLeafRef(ref)) {
+    auto* leaf = at<LeafHeader>(ref);
+    if (leaf->type != static_cast<uint8_t>(NodeType::kLeafArray) ||
+        !pool_->contains(leaf, kLeafHeaderSize + size_t{leaf->capacity}))
+      return Status::Corruption("pftree: bad leaf array at offset " + std::to_string(off));
+    std::string err;
+    // DRAM metadata from the 2-byte entry headers; an interrupted update is finished here.
+    LeafAux* aux = ScanLeaf(leaf, /*repair=*/!pool_->read_only(), &err);
+    if (aux == nullptr)
+      return Status::Corruption("pftree: leaf array at offset " + std::to_string(off) + ": " +
+                                err);
+    leaf->aux = reinterpret_cast<uint64_t>(aux);  // a DRAM cache: never flushed
+    leaf->aux_gen = gen_;
+    return Status::OK();
+  }
+  auto* node = at<InnerHeader>(ref);
+  if (node->type < static_cast<uint8_t>(NodeType::kNode4) ||
+      node->type > static_cast<uint8_t>(NodeType::kNode256) ||
+      !pool_->contains(node, FixedSize(static_cast<NodeType>(node->type)) + node->prefix_len))
+    return Status::Corruption("pftree: bad inner node at offset " + std::to_string(off));
+  uint64_t term = LoadRef(&node->term);
+  if (term != 0) {
+    Status s = RecoverNode(term, depth);
+    if (!s.ok()) return s;
+  }
+  for (auto& [b, child] : LiveChildren(node)) {
+    Status s = RecoverNode(child, depth + 1);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status PFTree::recover() {
+  if (pool_ == nullptr) return Status::InvalidArgument("pftree: closed");
+  gen_ = static_cast<uint32_t>(pool_->generation());
+  if (recovered_) FreeAuxNode(pool_->offset_of(root_));
+  recovered_ = false;
+  Status s = RecoverNode(pool_->offset_of(root_), 0);
+  if (!s.ok()) return s.WithContext(pool_->path());
+  recovered_ = true;
+  return Status::OK();
+}
+
+void PFTree::FreeAuxNode(uint64_t ref) {
+  if (IsLeafRef(ref)) {
+    auto* leaf = at<LeafHeader>(ref);
+    if (leaf->aux_gen == gen_ && leaf->aux != 0) FreeAux(AuxOf(leaf));
+    leaf->aux = 0;
+    leaf->aux_gen = 0;
+    return;
+  }
+  auto* node = at<InnerHeader>(ref);
+  if (node->type < static_cast<uint8_t>(NodeType::kNode4) ||
+      node->type > static_cast<uint8_t>(NodeType::kNode256))
+    return;
+  uint64_t term = LoadRef(&node->term);
+  if (term != 0) FreeAuxNode(term);
+  for (auto& [b, child] : LiveChildren(node)) FreeAuxNode(child);
+}
+
+Status PFTree::close() {
+  if (pool_ == nullptr) return Status::OK();
+  Epoch::Get().Drain(this);
+  FreeAuxNode(pool_->offset_of(root_));
+  Status s = pool_->Close();
+  pool_.reset();
+  return s;
+}
+
+namespace {
+
+IndexRegistration MakeRegistration() {
+  IndexRegistration r;
+  r.traits = PFTree::Traits();
+  r.attach = &PFTree::Attach;
+  return r;
+}
+
+}  // namespace
+
+PMINDEX_REGISTER_INDEX(MakeRegistration());
+
+}  // namespace pmindex::pftree

@@ -1,0 +1,221 @@
+// PFtree against std::map in lockstep: integer keys (dense, sparse, clustered) and byte
+// strings (random lengths, shared prefixes, keys that are prefixes of others), with verify()
+// after every batch; limits; recovery through close/reopen and through a byte copy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "pftree/pftree_test_util.h"
+#include "radix/pftree/version_lock.h"
+
+namespace pmindex::testing {
+namespace {
+
+Options TestOptions() {
+  Options o;
+  o.pool_size = 256ull << 20;
+  return o;
+}
+
+std::unique_ptr<Index> Create(const std::string& path) {
+  auto r = CreateIndex("pftree", path, TestOptions());
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+std::unique_ptr<Index> Open(const std::string& path) {
+  auto r = OpenIndex(path, TestOptions(), "pftree");
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+// Random operations in lockstep with the model.
+void RunOps(Index& index, std::map<std::string, std::string>& model, KeySource& keys,
+            uint64_t ops, uint64_t* version) {
+  auto& rng = keys.rng();
+  for (uint64_t i = 0; i < ops; ++i) {
+    std::string k = keys.Next();
+    std::string v = ValueFor(k, ++*version);
+    bool present = model.count(k) != 0;
+    switch (rng() % 10) {
+      case 0: case 1: case 2: case 3: {
+        Status s = index.insert(k, v);
+        ASSERT_EQ(s.ok(), !present) << s.ToString();
+        if (!present) model[k] = v; else ASSERT_TRUE(s.IsAlreadyExists());
+        break;
+      }
+      case 4: case 5: {
+        Status s = index.update(k, v);
+        ASSERT_EQ(s.ok(), present) << s.ToString();
+        if (present) model[k] = v; else ASSERT_TRUE(s.IsNotFound());
+        break;
+      }
+      case 6: {
+        ASSERT_TRUE(index.upsert(k, v).ok());
+        model[k] = v;
+        break;
+      }
+      case 7: case 8: {
+        Status s = index.remove(k);
+        ASSERT_EQ(s.ok(), present) << s.ToString();
+        if (present) model.erase(k); else ASSERT_TRUE(s.IsNotFound());
+        break;
+      }
+      default: {
+        std::string got;
+        ASSERT_EQ(index.lookup(k, &got), present);
+        if (present) ASSERT_EQ(got, model[k]);
+        // A short scan from k agrees with the model.
+        auto it = model.lower_bound(k);
+        index.scan(k, 5, [&](std::string_view sk, std::string_view sv) {
+          EXPECT_TRUE(it != model.end());
+          if (it == model.end()) return false;
+          EXPECT_EQ(sk, it->first);
+          EXPECT_EQ(sv, it->second);
+          ++it;
+          return true;
+        });
+      }
+    }
+  }
+}
+
+class PFTreeModelTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(PFTreeModelTest, MatchesStdMap) {
+  const Shape shape = GetParam();
+  const uint64_t seed = TestSeed(1000 + static_cast<int>(shape));
+  SCOPED_TRACE(SeedTrace(seed));
+  TempDir dir;
+  auto index = Create(dir.file("p.pool"));
+  ASSERT_TRUE(index);
+  std::map<std::string, std::string> model;
+  const bool is_int = shape == Shape::kDense || shape == Shape::kSparse ||
+                      shape == Shape::kClustered;
+  KeySource keys(shape, seed, is_int ? Scale(20000) : Scale(6000));
+  uint64_t version = 0;
+  const uint64_t batches = 8, per_batch = Scale(12000);
+  for (uint64_t b = 0; b < batches; ++b) {
+    ASSERT_NO_FATAL_FAILURE(RunOps(*index, model, keys, per_batch, &version));
+    Status s = index->verify();
+    ASSERT_TRUE(s.ok()) << "batch " << b << ": " << s.ToString();
+    ASSERT_EQ(index->stats().keys, model.size());
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
+  // The run built real structure: inner nodes below the root and many leaf arrays.
+  uint64_t inner = 0, leaves = 0;
+  for (auto& [name, count] : index->stats().nodes) (name == "leaf_arrays" ? leaves : inner) += count;
+  EXPECT_GT(inner, 1u);
+  EXPECT_GT(leaves, 8u);
+  // Recovery through close + reopen rebuilds the DRAM metadata.
+  ASSERT_TRUE(index->close().ok());
+  index.reset();
+  index = Open(dir.file("p.pool"));
+  ASSERT_TRUE(index);
+  ASSERT_TRUE(index->verify().ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
+  // And it keeps working.
+  ASSERT_NO_FATAL_FAILURE(RunOps(*index, model, keys, per_batch, &version));
+  ASSERT_TRUE(index->verify().ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
+  // Remove everything: every leaf array is freed.
+  for (const auto& [k, v] : model) ASSERT_TRUE(index->remove(k).ok());
+  ASSERT_TRUE(index->verify().ok());
+  auto st = index->stats();
+  EXPECT_EQ(st.keys, 0u);
+  for (auto& [name, count] : st.nodes)
+    if (name == "leaf_arrays") EXPECT_EQ(count, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PFTreeModelTest,
+                         ::testing::Values(Shape::kDense, Shape::kSparse, Shape::kClustered,
+                                           Shape::kRandomBytes, Shape::kSharedPrefix,
+                                           Shape::kPrefixChains),
+                         [](const auto& info) { return std::string(ShapeName(info.param)); });
+
+TEST(PFTreeTest, Limits) {
+  TempDir dir;
+  auto index = Create(dir.file("p.pool"));
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->traits().max_key_size, 511u);
+  EXPECT_EQ(index->traits().max_value_size, 63u);
+  std::string k511(511, 'k'), k512(512, 'k'), v63(63, 'v'), v64(64, 'v');
+  EXPECT_TRUE(index->insert(k512, "x").IsInvalidArgument());
+  EXPECT_TRUE(index->insert("a", v64).IsInvalidArgument());
+  EXPECT_TRUE(index->upsert(k512, "x").IsInvalidArgument());
+  EXPECT_TRUE(index->update("a", v64).IsInvalidArgument());
+  EXPECT_TRUE(index->remove(k512).IsInvalidArgument());
+  EXPECT_TRUE(index->insert("", "x").IsInvalidArgument());
+  ASSERT_TRUE(index->insert(k511, v63).ok());
+  ASSERT_TRUE(index->insert("a", "").ok());
+  std::string got;
+  ASSERT_TRUE(index->lookup(k511, &got));
+  EXPECT_EQ(got, v63);
+  ASSERT_TRUE(index->lookup("a", &got));
+  EXPECT_EQ(got, "");
+  EXPECT_FALSE(index->lookup(k512, &got));
+  // Many maximal keys sharing a long prefix force splits deep inside the prefix.
+  std::map<std::string, std::string> model{{k511, v63}, {"a", ""}};
+  for (int i = 0; i < 300; ++i) {
+    std::string k = k511;
+    k[400 + i % 100] = static_cast<char>('a' + i / 100);
+    if (model.count(k)) continue;
+    ASSERT_TRUE(index->insert(k, v63).ok());
+    model[k] = v63;
+  }
+  ASSERT_TRUE(index->verify().ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
+}
+
+TEST(PFTreeTest, RecoverFromByteCopyOfOpenPool) {
+  // A copy of the bytes of an open pool is what a process crash leaves (eADR / process-crash
+  // model): no clean close, stale lock words and DRAM pointers in the leaf headers.
+  const uint64_t seed = TestSeed(77);
+  SCOPED_TRACE(SeedTrace(seed));
+  TempDir dir;
+  auto index = Create(dir.file("p.pool"));
+  ASSERT_TRUE(index);
+  std::map<std::string, std::string> model;
+  KeySource keys(Shape::kRandomBytes, seed, Scale(8000));
+  uint64_t version = 0;
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_NO_FATAL_FAILURE(RunOps(*index, model, keys, Scale(15000), &version));
+    std::string copy = dir.file("copy" + std::to_string(round) + ".pool");
+    std::filesystem::copy_file(dir.file("p.pool"), copy);
+    auto reopened = Open(copy);
+    ASSERT_TRUE(reopened);
+    Status s = reopened->verify();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*reopened, model));
+    // The copy is a working index of its own.
+    auto m2 = model;
+    uint64_t v2 = version;
+    KeySource more(Shape::kSparse, seed + round, 5000);
+    ASSERT_NO_FATAL_FAILURE(RunOps(*reopened, m2, more, 3000, &v2));
+    ASSERT_TRUE(reopened->verify().ok());
+    ASSERT_TRUE(reopened->close().ok());
+    std::filesystem::remove(copy);
+  }
+}
+
+TEST(PFTreeTest, LockFromOlderGenerationIsFree) {
+  using pftree::VersionLock;
+  uint64_t word = 0;
+  ASSERT_TRUE(VersionLock::Lock(&word, 5));
+  EXPECT_FALSE(VersionLock::TryLock(&word, 5));  // held in this generation
+  uint64_t v;
+  // A reopened pool (generation 6) sees the crashed holder's lock as free.
+  ASSERT_TRUE(VersionLock::ReadBegin(&word, 6, &v));
+  ASSERT_TRUE(VersionLock::TryLock(&word, 6));
+  EXPECT_FALSE(VersionLock::ReadValidate(&word, v));
+  VersionLock::MarkObsolete(&word, 6);
+  EXPECT_FALSE(VersionLock::TryLock(&word, 6));
+  EXPECT_TRUE(VersionLock::IsObsolete(&word, 6));
+  EXPECT_FALSE(VersionLock::IsObsolete(&word, 7));  // an obsolete mark from a crash is void
+  EXPECT_TRUE(VersionLock::TryLock(&word, 7));
+}
+
+}  // namespace
+}  // namespace pmindex::testing

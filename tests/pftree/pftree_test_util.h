@@ -1,0 +1,125 @@
+// Key generators and model checks for the PFtree tests.
+#ifndef PMINDEX_TESTS_PFTREE_PFTREE_TEST_UTIL_H_
+#define PMINDEX_TESTS_PFTREE_PFTREE_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "pmindex/index.h"
+
+namespace pmindex::testing {
+
+enum class Shape { kDense, kSparse, kClustered, kRandomBytes, kSharedPrefix, kPrefixChains };
+
+inline const char* ShapeName(Shape s) {
+  switch (s) {
+    case Shape::kDense: return "dense";
+    case Shape::kSparse: return "sparse";
+    case Shape::kClustered: return "clustered";
+    case Shape::kRandomBytes: return "random_bytes";
+    case Shape::kSharedPrefix: return "shared_prefix";
+    case Shape::kPrefixChains: return "prefix_chains";
+  }
+  return "?";
+}
+
+// Keys of one shape drawn from a universe small enough that runs see repeats.
+class KeySource {
+ public:
+  KeySource(Shape shape, uint64_t seed, uint64_t universe)
+      : shape_(shape), rng_(seed), universe_(universe) {
+    for (int i = 0; i < 16; ++i) cluster_base_.push_back(rng_());
+    for (int i = 0; i < 6; ++i) prefixes_.push_back(Bytes(20 + rng_() % 150, true));
+    for (int i = 0; i < 32; ++i) chains_.push_back(Bytes(200, false));
+  }
+
+  std::string Next() {
+    uint64_t i = rng_() % universe_;
+    switch (shape_) {
+      case Shape::kDense:
+        return std::string(IntKey(i).view());
+      case Shape::kSparse:
+        return std::string(IntKey(Mix(i)).view());
+      case Shape::kClustered:
+        return std::string(IntKey(cluster_base_[i % 16] + i / 16).view());
+      case Shape::kRandomBytes: {
+        std::mt19937_64 r(Mix(i));
+        std::string s(1 + r() % 200, '\0');
+        for (char& c : s) c = static_cast<char>(r());
+        return s;
+      }
+      case Shape::kSharedPrefix: {
+        std::mt19937_64 r(Mix(i));
+        std::string s = prefixes_[i % prefixes_.size()];
+        size_t extra = r() % 24;
+        for (size_t k = 0; k < extra; ++k) s.push_back(static_cast<char>('a' + r() % 4));
+        return s;
+      }
+      case Shape::kPrefixChains: {
+        // Keys that are prefixes of other keys: cut a shared long string at many lengths.
+        const std::string& c = chains_[i % chains_.size()];
+        return c.substr(0, 1 + (i / chains_.size()) % c.size());
+      }
+    }
+    return {};
+  }
+  std::mt19937_64& rng() { return rng_; }
+
+  static uint64_t Mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  }
+
+ private:
+  std::string Bytes(size_t n, bool printable) {
+    std::string s(n, '\0');
+    for (char& c : s) c = static_cast<char>(printable ? 'a' + rng_() % 3 : rng_());
+    return s;
+  }
+
+  Shape shape_;
+  std::mt19937_64 rng_;
+  uint64_t universe_;
+  std::vector<uint64_t> cluster_base_;
+  std::vector<std::string> prefixes_;
+  std::vector<std::string> chains_;
+};
+
+// A value derived from key and a version, 0..63 bytes, so readers can tell a real value.
+inline std::string ValueFor(const std::string& key, uint64_t version) {
+  std::string v = std::to_string(version) + ":";
+  size_t len = (version * 7 + key.size()) % 40;
+  for (size_t i = 0; i < len && v.size() < 63; ++i) v.push_back(key[i % key.size()]);
+  return v;
+}
+
+// Full comparison of index and model: every model key found, scan equals the model.
+inline void ExpectSameAsModel(Index& index, const std::map<std::string, std::string>& model) {
+  for (const auto& [k, v] : model) {
+    std::string got;
+    ASSERT_TRUE(index.lookup(k, &got)) << "missing key of size " << k.size();
+    ASSERT_EQ(got, v);
+  }
+  auto it = model.begin();
+  size_t n = index.scan("", SIZE_MAX, [&](std::string_view k, std::string_view v) {
+    EXPECT_TRUE(it != model.end());
+    if (it == model.end()) return false;
+    EXPECT_EQ(k, it->first);
+    EXPECT_EQ(v, it->second);
+    ++it;
+    return true;
+  });
+  ASSERT_EQ(n, model.size());
+}
+
+}  // namespace pmindex::testing
+
+#endif  // PMINDEX_TESTS_PFTREE_PFTREE_TEST_UTIL_H_
