@@ -1,0 +1,574 @@
+// The hybrid B+tree: volatile inner nodes in DRAM (inner_tree.h) over persistent leaves in a
+// singly linked list in the pool, with the leaf layout as a template parameter. NV-Tree,
+// wB+-Tree, wB+-Tree-SO, FPTree, RNTree and RNTree+DS are this tree with one layout each,
+// as the RNTree paper compared them.
+//
+// Persistent state: the root area of the pool holds {magic, layout kind, head}; head is the
+// leftmost leaf (0: empty tree). Every leaf carries `next` (pool offset of its right neighbour)
+// and `low_key`, the lower bound of its key range, written once when the leaf is built and
+// never changed (the leftmost leaf's is 0). Everything else in a leaf belongs to its layout.
+//
+// Structural changes are copy-on-write, one protocol for every layout: a leaf that has no
+// room (or whose log is full of obsolete entries) is REPLACED by one or two new leaves built
+// from its live entries plus the pending operation:
+//   1. build the new leaves (their next is the old leaf's next), flush them, fence;
+//   2. swing the predecessor's next (or the head) to the first new leaf: one 8-byte store,
+//      persisted (the commit point);
+//   3. edit the DRAM parent, mark the old leaf obsolete, retire it through epochs.
+// Crash argument: before step 2's store reaches media the chain is the old one and the new
+// leaves are unreachable (the allocator's rebuild frees them: the interrupted split rolls
+// back); after it, the chain holds the new leaves, durable since step 1. Removing an empty
+// leaf is the same with zero new leaves (the predecessor's next skips it). So a split costs
+// 2 fences including the insert that caused it, and recovery has no split to finish.
+//
+// Recovery walks the chain from the head, lets the layout repair and reset each leaf (volatile
+// fields, interrupted slot-array writes), checks that low keys increase, and bulk-loads the
+// inner nodes from the (low_key, leaf) pairs.
+//
+// Concurrency: layouts with kConcurrent (FPTree, RNTree, RNTree+DS) run natively concurrent:
+// readers are optimistic (leaf version word, leaf_common.h), writers lock one leaf (its
+// predecessor too while replacing it); every operation holds an allocator epoch guard so a
+// replaced leaf is freed only when no reader can hold it. NV-Tree and wB+-Tree were
+// single-threaded designs: they run behind one reader-writer lock (readers shared).
+#ifndef PMINDEX_BTREE_HYBRID_TREE_H_
+#define PMINDEX_BTREE_HYBRID_TREE_H_
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "btree/inner_tree.h"
+#include "btree/leaf_common.h"
+#include "pm/alloc.h"
+#include "pm/persist.h"
+#include "pmindex/index.h"
+
+namespace pmindex::btree {
+
+// The tree's words in the pool's root area.
+//
+//   offset 0  magic   kBTreeMagic once initialized
+//   offset 8  kind    IndexKind of the layout (a pool of one layout never opens as another)
+//   offset 16 head    pool offset of the leftmost leaf, 0 = empty tree
+struct BTreeRoot {
+  uint64_t magic;
+  uint64_t kind;
+  uint64_t head;
+};
+static_assert(sizeof(BTreeRoot) == 24 && offsetof(BTreeRoot, head) == 16);
+static_assert(sizeof(BTreeRoot) <= kRootAreaSize);
+inline constexpr uint64_t kBTreeMagic = 0x3165657274627068ull;  // "hpbtree1"
+
+template <typename Layout>
+class HybridTree final : public Index {
+ public:
+  using Leaf = typename Layout::Leaf;
+  static constexpr size_t kCap = Layout::kCapacity;
+  static constexpr bool kConcurrent = Layout::kConcurrent;
+  static constexpr bool kReadersWait = Layout::kReadersWaitForWriters;
+
+  static IndexTraits Traits() {
+    IndexTraits t;
+    t.name = Layout::kName;
+    t.kind = Layout::kKind;
+    t.persistent = true;
+    t.ordered = true;
+    t.byte_keys = false;
+    t.max_key_size = 8;
+    t.max_value_size = 8;
+    t.concurrency = kConcurrent ? Layout::kConcurrency
+                                : "single-writer: one reader-writer lock (readers shared)";
+    t.durability = "durably linearizable: every acknowledged operation survives power failure";
+    t.description = Layout::kDescription;
+    return t;
+  }
+
+  static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh) {
+    auto* root = reinterpret_cast<BTreeRoot*>(pool->root_area());
+    const uint64_t kind = static_cast<uint64_t>(Layout::kKind);
+    if (fresh || root->magic == 0) {
+      // A new tree is empty (head 0); an initialization cut short by a crash left no leaf
+      // linked, so doing it again is safe. The first leaf is created by the first write.
+      if (pool->read_only()) return Status::InvalidArgument(pool->path() + ": not initialized");
+      root->head = 0;
+      root->kind = kind;
+      pm::flush(root, sizeof(*root));
+      pm::fence();
+      root->magic = kBTreeMagic;  // commit: 8-byte store after the rest is durable
+      pm::persist(&root->magic, 8);
+    } else if (root->magic != kBTreeMagic || root->kind != kind) {
+      return Status::Corruption(pool->path() + ": root area is not a " +
+                                std::string(Layout::kName) + " tree");
+    }
+    std::unique_ptr<Index> tree(new HybridTree(std::move(pool)));
+    if (fresh) {
+      if (Status s = static_cast<HybridTree*>(tree.get())->recover(); !s.ok()) return s;
+    }
+    return tree;
+  }
+
+  ~HybridTree() override { close(); }
+
+  const IndexTraits& traits() const override {
+    static const IndexTraits traits = Traits();
+    return traits;
+  }
+
+  Status insert(std::string_view key, std::string_view value) override {
+    return write(Op::kInsert, key, value);
+  }
+  Status update(std::string_view key, std::string_view value) override {
+    return write(Op::kUpdate, key, value);
+  }
+  Status upsert(std::string_view key, std::string_view value) override {
+    return write(Op::kUpsert, key, value);
+  }
+  Status remove(std::string_view key) override { return write(Op::kRemove, key, {}); }
+
+  bool lookup(std::string_view key, std::string* value) override {
+    if (key.size() != 8 || pool_ == nullptr) return false;
+    const uint64_t k = IntKey::Decode(key);
+    uint64_t v;
+    bool found;
+    if constexpr (kConcurrent) {
+      auto guard = pool_->allocator().epoch_guard();
+      found = find(k, &v);
+    } else {
+      std::shared_lock<std::shared_mutex> lock(rw_);
+      found = find(k, &v);
+    }
+    if (found && value != nullptr) value->assign(reinterpret_cast<const char*>(&v), 8);
+    return found;
+  }
+
+  size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override {
+    if (start.size() != 8 || max_count == 0 || pool_ == nullptr) return 0;
+    if constexpr (kConcurrent) {
+      auto guard = pool_->allocator().epoch_guard();
+      return scan_from(IntKey::Decode(start), max_count, fn);
+    } else {
+      std::shared_lock<std::shared_mutex> lock(rw_);
+      return scan_from(IntKey::Decode(start), max_count, fn);
+    }
+  }
+
+  Status verify() override;
+  IndexStats stats() override;
+  Status recover() override;
+  Status visit_blocks(BlockVisitor& visitor) override;
+  Pool* pool() override { return pool_.get(); }
+  Status close() override {
+    if (pool_ == nullptr) return Status::OK();
+    inner_.clear();
+    Status s = pool_->Close();
+    pool_.reset();
+    return s;
+  }
+
+ private:
+  explicit HybridTree(std::unique_ptr<Pool> pool)
+      : pool_(std::move(pool)),
+        base_(pool_->base()),
+        root_(reinterpret_cast<BTreeRoot*>(pool_->root_area())) {}
+
+  Leaf* at(uint64_t off) const { return reinterpret_cast<Leaf*>(base_ + off); }
+  uint64_t off(const Leaf* l) const { return static_cast<uint64_t>(reinterpret_cast<const char*>(l) - base_); }
+  static Leaf* prev_of(const Leaf* l) { return reinterpret_cast<Leaf*>(Load(l->prev)); }
+  static void set_prev(Leaf* l, const Leaf* p) { Store(l->prev, reinterpret_cast<uint64_t>(p)); }
+
+  Status write(Op op, std::string_view key, std::string_view value);
+  Status write_locked(Op op, uint64_t k, uint64_t v);
+  bool find(uint64_t k, uint64_t* v);
+  size_t scan_from(uint64_t cursor, size_t max_count, ScanCallback& fn);
+  // The leaf covering k, not obsolete when returned (writers lock it next).
+  Leaf* locate(uint64_t k);
+  // The leaf covering k with a reader's version snapshot; nullptr for an empty tree.
+  Leaf* locate_for_read(uint64_t k, uint64_t* v);
+  Status create_first_leaf();
+  // Called with `leaf` locked and full. False: retry (leaf unlocked). True: *out is final.
+  bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  void try_unlink_empty(Leaf* leaf);
+  // Locks the predecessor of locked `leaf` (nullptr for the head). False if it cannot now.
+  bool lock_pred(Leaf* leaf, Leaf** pred);
+  void retire(Leaf* leaf) {
+    if constexpr (kConcurrent) {
+      pool_->allocator().retire(off(leaf));
+    } else {
+      pool_->allocator().free(off(leaf));  // exclusive lock held: no reader can hold it
+    }
+  }
+
+  std::unique_ptr<Pool> pool_;
+  char* base_;
+  BTreeRoot* root_;
+  InnerTree inner_;
+  std::shared_mutex rw_;     // only for !kConcurrent layouts
+  std::mutex first_leaf_mu_;  // creation of the first leaf
+};
+
+// ---------------------------------------------------------------------------------------
+
+template <typename Layout>
+Status HybridTree<Layout>::write(Op op, std::string_view key, std::string_view value) {
+  if (key.size() != 8) return Status::InvalidArgument("key must be 8 bytes");
+  if (op != Op::kRemove && value.size() != 8) {
+    return Status::InvalidArgument("value must be 8 bytes");
+  }
+  if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
+  if (pool_->read_only()) return Status::NotSupported(pool_->path() + ": opened read-only");
+  const uint64_t k = IntKey::Decode(key);
+  uint64_t v = 0;
+  if (op != Op::kRemove) std::memcpy(&v, value.data(), 8);
+  if constexpr (kConcurrent) {
+    auto guard = pool_->allocator().epoch_guard();
+    return write_locked(op, k, v);
+  } else {
+    std::unique_lock<std::shared_mutex> lock(rw_);
+    return write_locked(op, k, v);
+  }
+}
+
+template <typename Layout>
+Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
+  for (uint32_t attempt = 0;; ++attempt) {
+    if (attempt > 8) {
+      for (uint32_t i = 0; i < std::min<uint32_t>(attempt, 64); ++i) CpuRelax();
+    }
+    Leaf* leaf = locate(k);
+    if (leaf == nullptr) {
+      if (op == Op::kUpdate || op == Op::kRemove) return Status::NotFound();
+      if (Status s = create_first_leaf(); !s.ok()) return s;
+      continue;
+    }
+    const WriteResult r = Layout::Write(leaf, op, k, v);
+    switch (r.outcome) {
+      case Outcome::kDone:
+        if (r.now_empty) try_unlink_empty(leaf);
+        return Status::OK();
+      case Outcome::kExists:
+        return Status::AlreadyExists();
+      case Outcome::kNotFound:
+        return Status::NotFound();
+      case Outcome::kRetry:
+        continue;
+      case Outcome::kFull: {
+        Status s;
+        if (replace(leaf, op, k, v, &s)) return s;
+        continue;
+      }
+    }
+  }
+}
+
+template <typename Layout>
+typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
+  for (;;) {
+    InnerTree::Node* parent;
+    uint64_t pv;
+    auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
+    if (leaf == nullptr) return nullptr;
+    const uint64_t lv = LoadAcquire(leaf->version);
+    if (lv & version::kObsolete) continue;
+    if (!InnerTree::validate(parent, pv)) continue;
+    return leaf;
+  }
+}
+
+template <typename Layout>
+typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t* v) {
+  for (;;) {
+    InnerTree::Node* parent;
+    uint64_t pv;
+    auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
+    if (leaf == nullptr) return nullptr;
+    if (!version::ReadBegin(&leaf->version, kReadersWait, v)) continue;
+    if (!InnerTree::validate(parent, pv)) continue;
+    return leaf;
+  }
+}
+
+template <typename Layout>
+bool HybridTree<Layout>::find(uint64_t k, uint64_t* value) {
+  for (;;) {
+    uint64_t v;
+    Leaf* leaf = locate_for_read(k, &v);
+    if (leaf == nullptr) return false;
+    const bool found = Layout::Find(leaf, k, value);
+    if (version::ReadValidate(&leaf->version, kReadersWait, v)) return found;
+  }
+}
+
+template <typename Layout>
+size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCallback& fn) {
+  Entry buf[kCap];
+  size_t emitted = 0;
+  uint64_t v;
+  Leaf* leaf = locate_for_read(cursor, &v);
+  while (leaf != nullptr) {
+    const size_t n = Layout::CollectSorted(leaf, cursor, buf);
+    const uint64_t next = LoadAcquire(leaf->next);
+    if (!version::ReadValidate(&leaf->version, kReadersWait, v)) {
+      leaf = locate_for_read(cursor, &v);  // replaced or changed: read its range again
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const IntKey key(buf[i].key);
+      const bool more = fn(key.view(), std::string_view(reinterpret_cast<const char*>(&buf[i].value), 8));
+      if (++emitted == max_count || !more) return emitted;
+    }
+    if (n > 0) {
+      if (buf[n - 1].key == UINT64_MAX) return emitted;
+      cursor = buf[n - 1].key + 1;  // skip what we emitted if a range grows under us
+    }
+    if (next == 0) return emitted;
+    leaf = at(next);
+    if (!version::ReadBegin(&leaf->version, kReadersWait, &v)) {
+      cursor = std::max(cursor, Load(leaf->low_key));
+      leaf = locate_for_read(cursor, &v);
+    }
+  }
+  return emitted;
+}
+
+template <typename Layout>
+Status HybridTree<Layout>::create_first_leaf() {
+  std::lock_guard<std::mutex> lock(first_leaf_mu_);
+  if (!inner_.empty()) return Status::OK();
+  Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
+  if (!block.ok()) return block.status();
+  Leaf* leaf = at(*block);
+  Layout::Init(leaf, /*low_key=*/0, /*next=*/0, nullptr, 0);
+  pm::fence();  // the leaf is durable before the head names it
+  StoreRelease(root_->head, *block);
+  pm::persist(&root_->head, 8);  // commit: crash before -> empty tree, block freed by rebuild
+  set_prev(leaf, nullptr);
+  inner_.init_single(leaf);
+  return Status::OK();
+}
+
+template <typename Layout>
+bool HybridTree<Layout>::lock_pred(Leaf* leaf, Leaf** pred) {
+  *pred = nullptr;
+  if (Load(leaf->low_key) == 0) return true;  // the head: its "next" is root_->head
+  Leaf* p = prev_of(leaf);
+  if (p == nullptr || !version::TryLock(&p->version)) return false;
+  if (Load(p->next) != off(leaf)) {  // stale hint: the predecessor changed meanwhile
+    version::Unlock(&p->version, false);
+    return false;
+  }
+  *pred = p;
+  return true;
+}
+
+template <typename Layout>
+bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
+  Entry buf[kCap + 1];
+  size_t n = Layout::CollectSorted(leaf, 0, buf);
+  // Apply the pending operation to the sorted live entries.
+  Entry* pos = std::lower_bound(buf, buf + n, k,
+                                [](const Entry& e, uint64_t key) { return e.key < key; });
+  const bool present = pos != buf + n && pos->key == k;
+  if ((op == Op::kInsert && present) || ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
+    version::Unlock(&leaf->version, false);
+    *out = present ? Status::AlreadyExists() : Status::NotFound();
+    return true;
+  }
+  if (op == Op::kRemove) {
+    std::move(pos + 1, buf + n, pos);
+    --n;
+  } else if (present) {
+    pos->value = v;
+  } else {
+    std::move_backward(pos, buf + n, buf + n + 1);
+    *pos = Entry{k, v};
+    ++n;
+  }
+
+  Leaf* pred;
+  if (!lock_pred(leaf, &pred)) {
+    version::Unlock(&leaf->version, false);
+    return false;
+  }
+  // Two leaves when more than half full, else one (compaction of an append-only log).
+  const size_t parts = n > kCap / 2 ? 2 : 1;
+  uint64_t blocks[2];
+  if (Status s = pool_->allocator().allocate_bulk(sizeof(Leaf), parts, blocks); !s.ok()) {
+    if (pred != nullptr) version::Unlock(&pred->version, false);
+    version::Unlock(&leaf->version, false);
+    *out = s;
+    return true;
+  }
+  const uint64_t low = Load(leaf->low_key);
+  const uint64_t succ = Load(leaf->next);
+  Leaf* a = at(blocks[0]);
+  Leaf* b = parts == 2 ? at(blocks[1]) : nullptr;
+  const size_t left = parts == 2 ? n / 2 : n;
+  if (b != nullptr) Layout::Init(b, buf[left].key, succ, buf + left, n - left);
+  Layout::Init(a, low, b != nullptr ? blocks[1] : succ, buf, left);
+  pm::fence();  // new leaves durable before they become reachable
+
+  uint32_t idx;
+  InnerTree::Node* parent = inner_.lock_parent(low, leaf, b != nullptr, &idx);
+  uint64_t* link = pred != nullptr ? &pred->next : &root_->head;
+  StoreRelease(*link, blocks[0]);
+  pm::persist(link, 8);  // commit point of the split (see the header's crash argument)
+  set_prev(a, pred);
+  if (b != nullptr) set_prev(b, a);
+  if (succ != 0) set_prev(at(succ), b != nullptr ? b : a);
+  InnerTree::replace_child(parent, idx, a);
+  if (b != nullptr) InnerTree::insert_child_after(parent, idx, Load(b->low_key), b);
+  InnerTree::unlock(parent);
+  version::RetireAndUnlock(&leaf->version);
+  if (pred != nullptr) version::Unlock(&pred->version, false);
+  retire(leaf);
+  *out = Status::OK();
+  return true;
+}
+
+template <typename Layout>
+void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
+  if (Load(leaf->low_key) == 0) return;  // the head stays (the tree keeps one leaf)
+  if (!version::Lock(&leaf->version)) return;
+  Leaf* pred;
+  if (Layout::LiveCount(leaf) != 0 || !lock_pred(leaf, &pred)) {
+    version::Unlock(&leaf->version, false);
+    return;
+  }
+  uint32_t idx;
+  InnerTree::Node* parent = inner_.lock_parent(Load(leaf->low_key), leaf, false, &idx);
+  if (idx == 0) {  // its lower bound lives in an ancestor: keep the (empty) leaf
+    InnerTree::unlock(parent);
+    version::Unlock(&pred->version, false);
+    version::Unlock(&leaf->version, false);
+    return;
+  }
+  const uint64_t succ = Load(leaf->next);
+  StoreRelease(pred->next, succ);
+  pm::persist(&pred->next, 8);  // commit: before, an empty leaf is linked (a valid state)
+  if (succ != 0) set_prev(at(succ), pred);
+  InnerTree::remove_child(parent, idx);
+  InnerTree::unlock(parent);
+  version::RetireAndUnlock(&leaf->version);
+  version::Unlock(&pred->version, false);
+  retire(leaf);
+}
+
+template <typename Layout>
+Status HybridTree<Layout>::recover() {
+  std::vector<std::pair<uint64_t, void*>> leaves;
+  const uint64_t size = pool_->size();
+  const uint64_t max_leaves = size / sizeof(Leaf) + 1;
+  Leaf* prev = nullptr;
+  for (uint64_t o = root_->head; o != 0;) {
+    if (o % 64 != 0 || o < 4096 || o + sizeof(Leaf) > size) {
+      return Status::Corruption("leaf offset " + std::to_string(o) + " outside the pool");
+    }
+    if (leaves.size() >= max_leaves) return Status::Corruption("leaf chain has a cycle");
+    Leaf* leaf = at(o);
+    if (Status s = Layout::Recover(leaf); !s.ok()) {
+      return s.WithContext("leaf at offset " + std::to_string(o));
+    }
+    const uint64_t low = leaf->low_key;
+    if ((leaves.empty() && low != 0) || (!leaves.empty() && low <= leaves.back().first)) {
+      return Status::Corruption("leaf at offset " + std::to_string(o) + ": low key " +
+                                std::to_string(low) + " out of order");
+    }
+    leaf->version = 0;
+    set_prev(leaf, prev);
+    prev = leaf;
+    leaves.emplace_back(low, leaf);
+    o = leaf->next;
+  }
+  inner_.build(leaves);
+  return Status::OK();
+}
+
+template <typename Layout>
+Status HybridTree<Layout>::visit_blocks(BlockVisitor& visitor) {
+  for (uint64_t o = root_->head; o != 0; o = at(o)->next) {
+    if (Status s = visitor.visit(o); !s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+template <typename Layout>
+Status HybridTree<Layout>::verify() {
+  if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
+  std::unique_lock<std::shared_mutex> lock(rw_, std::defer_lock);
+  if constexpr (!kConcurrent) lock.lock();
+  std::vector<std::pair<uint64_t, void*>> leaves;
+  const uint64_t max_leaves = pool_->size() / sizeof(Leaf) + 1;
+  Entry buf[kCap];
+  Leaf* prev = nullptr;
+  for (uint64_t o = root_->head; o != 0;) {
+    if (o % 64 != 0 || o < 4096 || o + sizeof(Leaf) > pool_->size()) {
+      return Status::Corruption("leaf offset " + std::to_string(o) + " outside the pool");
+    }
+    if (leaves.size() >= max_leaves) return Status::Corruption("leaf chain has a cycle");
+    Leaf* leaf = at(o);
+    const std::string where = "leaf " + std::to_string(leaves.size()) + " at offset " +
+                              std::to_string(o);
+    if (Status s = Layout::Verify(leaf); !s.ok()) return s.WithContext(where);
+    if (Load(leaf->version) & (version::kLocked | version::kObsolete)) {
+      return Status::Corruption(where + ": locked or obsolete leaf in the chain");
+    }
+    if (prev_of(leaf) != prev) return Status::Corruption(where + ": wrong prev pointer");
+    const uint64_t low = leaf->low_key;
+    if ((leaves.empty() && low != 0) || (!leaves.empty() && low <= leaves.back().first)) {
+      return Status::Corruption(where + ": low key out of order");
+    }
+    const size_t n = Layout::CollectSorted(leaf, 0, buf);
+    const uint64_t next = leaf->next;
+    for (size_t i = 0; i < n; ++i) {
+      if ((i > 0 && buf[i].key <= buf[i - 1].key) || buf[i].key < low ||
+          (next != 0 && buf[i].key >= at(next)->low_key)) {
+        return Status::Corruption(where + ": key " + std::to_string(buf[i].key) +
+                                  " out of order or outside the leaf's range");
+      }
+    }
+    leaves.emplace_back(low, leaf);
+    prev = leaf;
+    o = next;
+  }
+  return inner_.verify(leaves);
+}
+
+template <typename Layout>
+IndexStats HybridTree<Layout>::stats() {
+  IndexStats st;
+  if (pool_ == nullptr) return st;
+  std::unique_lock<std::shared_mutex> lock(rw_, std::defer_lock);
+  if constexpr (!kConcurrent) lock.lock();
+  uint64_t leaves = 0;
+  const uint64_t leaf_bytes = pool_->allocator().block_size(root_->head ? root_->head : 0);
+  Entry buf[kCap];
+  for (uint64_t o = root_->head; o != 0; o = at(o)->next) {
+    ++leaves;
+    st.keys += Layout::CollectSorted(at(o), 0, buf);
+  }
+  st.pm_bytes = leaves * (root_->head ? leaf_bytes : 0);
+  st.dram_bytes = inner_.dram_bytes();
+  st.nodes = {{"leaves", leaves}, {"inner", inner_.node_count()}, {"height", inner_.height()}};
+  return st;
+}
+
+// Registers HybridTree<Layout> under Layout::kName.
+template <typename Layout>
+IndexRegistration MakeRegistration() {
+  IndexRegistration r;
+  r.traits = HybridTree<Layout>::Traits();
+  r.attach = [](std::unique_ptr<Pool> pool, bool fresh) {
+    return HybridTree<Layout>::Attach(std::move(pool), fresh);
+  };
+  r.params = std::string("leaf_bytes=") + std::to_string(sizeof(typename Layout::Leaf)) +
+             ",capacity=" + std::to_string(Layout::kCapacity);
+  return r;
+}
+
+}  // namespace pmindex::btree
+
+#endif  // PMINDEX_BTREE_HYBRID_TREE_H_

@@ -1,0 +1,289 @@
+#include "btree/inner_tree.h"
+
+#include <algorithm>
+#include <string>
+
+#include "btree/leaf_common.h"
+
+namespace pmindex::btree {
+namespace {
+
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+// Index of the child covering `key`: the number of keys <= key.
+inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
+  uint32_t count = n->count.load(kRelaxed);
+  if (count > InnerTree::kMaxKeys) count = InnerTree::kMaxKeys;  // torn read; validated later
+  uint32_t lo = 0;
+  while (count > 0) {
+    const uint32_t half = count / 2;
+    if (n->keys[lo + half].load(kRelaxed) <= key) {
+      lo += half + 1;
+      count -= half + 1;
+    } else {
+      count = half;
+    }
+  }
+  return lo;
+}
+
+// A stable (unlocked) version; false if the node is obsolete (never, today) .
+inline uint64_t StableVersion(const InnerTree::Node* n) {
+  for (;;) {
+    const uint64_t v = n->version.load(std::memory_order_acquire);
+    if (!(v & version::kLocked)) return v;
+    CpuRelax();
+  }
+}
+
+inline bool Upgrade(InnerTree::Node* n, uint64_t v) {
+  if (!n->version.compare_exchange_strong(v, v | version::kLocked, std::memory_order_acquire)) {
+    return false;
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  return true;
+}
+
+}  // namespace
+
+InnerTree::Node* InnerTree::new_node(uint32_t level) {
+  Node* n = new Node;
+  n->level = level;
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  nodes_.push_back(n);
+  return n;
+}
+
+void InnerTree::clear() {
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  for (Node* n : nodes_) delete n;
+  nodes_.clear();
+  root_.store(nullptr);
+}
+
+void* InnerTree::find_leaf(uint64_t key, Node** parent, uint64_t* parent_version) const {
+restart:
+  Node* node = root_.load(std::memory_order_acquire);
+  if (node == nullptr) return nullptr;
+  uint64_t v = StableVersion(node);
+  if (node != root_.load(std::memory_order_acquire)) goto restart;  // root split meanwhile
+  for (;;) {
+    void* child = node->children[ChildIndex(node, key)].load(std::memory_order_acquire);
+    if (!validate(node, v)) goto restart;
+    if (node->level == 1) {
+      *parent = node;
+      *parent_version = v;
+      return child;
+    }
+    Node* next = static_cast<Node*>(child);
+    const uint64_t nv = StableVersion(next);
+    if (!validate(node, v)) goto restart;  // next may have split before we read nv
+    node = next;
+    v = nv;
+  }
+}
+
+void InnerTree::insert_at(Node* n, uint32_t pos, uint64_t key, void* right_child) {
+  const uint32_t count = n->count.load(kRelaxed);
+  for (uint32_t i = count; i > pos; --i) {
+    n->keys[i].store(n->keys[i - 1].load(kRelaxed), kRelaxed);
+    n->children[i + 1].store(n->children[i].load(kRelaxed), std::memory_order_release);
+  }
+  n->keys[pos].store(key, kRelaxed);
+  n->children[pos + 1].store(right_child, std::memory_order_release);
+  n->count.store(count + 1, kRelaxed);
+}
+
+void InnerTree::split(Node* parent, Node* n) {
+  const uint32_t count = n->count.load(kRelaxed);
+  const uint32_t mid = count / 2;
+  const uint64_t sep = n->keys[mid].load(kRelaxed);
+  Node* right = new_node(n->level);
+  const uint32_t rcount = count - mid - 1;
+  for (uint32_t i = 0; i < rcount; ++i) right->keys[i].store(n->keys[mid + 1 + i].load(kRelaxed));
+  for (uint32_t i = 0; i <= rcount; ++i) {
+    right->children[i].store(n->children[mid + 1 + i].load(kRelaxed));
+  }
+  right->count.store(rcount);
+  if (parent != nullptr) {
+    insert_at(parent, ChildIndex(parent, sep), sep, right);
+  } else {
+    Node* root = new_node(n->level + 1);
+    root->keys[0].store(sep);
+    root->children[0].store(n);
+    root->children[1].store(right);
+    root->count.store(1);
+    root_.store(root, std::memory_order_release);  // while n is locked: invariant 3
+  }
+  n->count.store(mid, kRelaxed);
+}
+
+InnerTree::Node* InnerTree::lock_parent(uint64_t low_key, const void* leaf, bool need_room,
+                                        uint32_t* index) {
+restart:
+  Node* node = root_.load(std::memory_order_acquire);
+  uint64_t v = StableVersion(node);
+  if (node != root_.load(std::memory_order_acquire)) goto restart;
+  Node* parent = nullptr;
+  uint64_t pv = 0;
+  for (;;) {
+    if (need_room && node->count.load(kRelaxed) == kMaxKeys) {
+      if (parent != nullptr && !Upgrade(parent, pv)) goto restart;
+      if (!Upgrade(node, v)) {
+        if (parent != nullptr) unlock(parent);
+        goto restart;
+      }
+      if (parent == nullptr && node != root_.load(std::memory_order_acquire)) {
+        unlock(node);
+        goto restart;
+      }
+      split(parent, node);
+      unlock(node);
+      if (parent != nullptr) unlock(parent);
+      goto restart;
+    }
+    const uint32_t idx = ChildIndex(node, low_key);
+    if (node->level == 1) {
+      if (!Upgrade(node, v)) goto restart;
+      if (node->children[idx].load(kRelaxed) != leaf) {  // cannot happen: the leaf is locked
+        unlock(node);
+        goto restart;
+      }
+      *index = idx;
+      return node;
+    }
+    Node* next = static_cast<Node*>(node->children[idx].load(std::memory_order_acquire));
+    if (!validate(node, v)) goto restart;
+    const uint64_t nv = StableVersion(next);
+    if (!validate(node, v)) goto restart;
+    parent = node;
+    pv = v;
+    node = next;
+    v = nv;
+  }
+}
+
+void InnerTree::replace_child(Node* n, uint32_t index, void* leaf) {
+  n->children[index].store(leaf, std::memory_order_release);
+}
+
+void InnerTree::insert_child_after(Node* n, uint32_t index, uint64_t low_key, void* leaf) {
+  insert_at(n, index, low_key, leaf);
+}
+
+void InnerTree::remove_child(Node* n, uint32_t index) {
+  const uint32_t count = n->count.load(kRelaxed);
+  for (uint32_t i = index; i < count; ++i) {
+    n->keys[i - 1].store(n->keys[i].load(kRelaxed), kRelaxed);
+    n->children[i].store(n->children[i + 1].load(kRelaxed), std::memory_order_release);
+  }
+  n->count.store(count - 1, kRelaxed);
+}
+
+void InnerTree::init_single(void* leaf) {
+  Node* n = new_node(1);
+  n->children[0].store(leaf);
+  n->count.store(0);
+  root_.store(n, std::memory_order_release);
+}
+
+void InnerTree::build(const std::vector<std::pair<uint64_t, void*>>& leaves) {
+  clear();
+  if (leaves.empty()) return;
+  // Leave a quarter of each node free so the first splits after recovery stay local.
+  constexpr uint32_t kFill = (kMaxKeys + 1) * 3 / 4;
+  std::vector<std::pair<uint64_t, void*>> level(leaves);
+  uint32_t height = 1;
+  for (;;) {
+    std::vector<std::pair<uint64_t, void*>> up;
+    for (size_t i = 0; i < level.size(); i += kFill) {
+      const size_t n = std::min<size_t>(kFill, level.size() - i);
+      Node* node = new_node(height);
+      for (size_t j = 0; j < n; ++j) {
+        node->children[j].store(level[i + j].second, kRelaxed);
+        if (j > 0) node->keys[j - 1].store(level[i + j].first, kRelaxed);
+      }
+      node->count.store(static_cast<uint32_t>(n - 1), kRelaxed);
+      up.emplace_back(level[i].first, node);
+    }
+    if (up.size() == 1) {
+      root_.store(static_cast<Node*>(up[0].second), std::memory_order_release);
+      return;
+    }
+    level.swap(up);
+    ++height;
+  }
+}
+
+Status InnerTree::verify(const std::vector<std::pair<uint64_t, void*>>& leaves) const {
+  const Node* root = root_.load();
+  if (root == nullptr) {
+    return leaves.empty() ? Status::OK()
+                          : Status::Corruption("inner tree is empty but the leaf chain is not");
+  }
+  size_t next_leaf = 0;
+  std::string error;
+  // (node, lower bound, has upper bound, upper bound)
+  std::function<void(const Node*, uint64_t, bool, uint64_t)> walk =
+      [&](const Node* n, uint64_t lo, bool has_hi, uint64_t hi) {
+        if (!error.empty()) return;
+        const uint32_t count = n->count.load();
+        if (count > kMaxKeys) {
+          error = "inner node count " + std::to_string(count) + " too large";
+          return;
+        }
+        for (uint32_t i = 0; i < count; ++i) {
+          const uint64_t k = n->keys[i].load();
+          if ((i > 0 && k <= n->keys[i - 1].load()) || (i == 0 && k <= lo) ||
+              (has_hi && k >= hi)) {
+            error = "inner node keys out of order or outside the node's bounds";
+            return;
+          }
+        }
+        for (uint32_t i = 0; i <= count; ++i) {
+          const uint64_t clo = i == 0 ? lo : n->keys[i - 1].load();
+          const bool chas = i < count || has_hi;
+          const uint64_t chi = i < count ? n->keys[i].load() : hi;
+          void* child = n->children[i].load();
+          if (n->level == 1) {
+            if (next_leaf >= leaves.size() || leaves[next_leaf].second != child) {
+              error = "inner tree leaf " + std::to_string(next_leaf) +
+                      " differs from the leaf chain";
+              return;
+            }
+            if (leaves[next_leaf].first != clo) {
+              error = "leaf " + std::to_string(next_leaf) + " low key " +
+                      std::to_string(leaves[next_leaf].first) +
+                      " differs from its inner bound " + std::to_string(clo);
+              return;
+            }
+            ++next_leaf;
+          } else {
+            const Node* c = static_cast<const Node*>(child);
+            if (c->level + 1 != n->level) {
+              error = "inner node levels inconsistent";
+              return;
+            }
+            walk(c, clo, chas, chi);
+          }
+        }
+      };
+  walk(root, 0, false, 0);
+  if (error.empty() && next_leaf != leaves.size()) {
+    error = "leaf chain has " + std::to_string(leaves.size()) + " leaves, inner tree " +
+            std::to_string(next_leaf);
+  }
+  return error.empty() ? Status::OK() : Status::Corruption(error);
+}
+
+uint64_t InnerTree::node_count() const {
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  return nodes_.size();
+}
+
+uint32_t InnerTree::height() const {
+  const Node* r = root_.load();
+  return r == nullptr ? 0 : r->level;
+}
+
+}  // namespace pmindex::btree

@@ -1,0 +1,102 @@
+// The volatile inner nodes of the hybrid B+tree: a B+tree in DRAM over the persistent leaves,
+// with optimistic lock coupling (Leis et al., "The ART of practical synchronization").
+//
+// Node i of a level-1 node (its children are leaves) covers [keys[i-1], keys[i]); the lower
+// bound of child 0 comes from the ancestors. A child's lower bound always equals its leaf's
+// persistent low_key (leaves never change their low key; see hybrid_tree.h), so recovery
+// rebuilds these nodes from the leaf chain alone.
+//
+// Thread safety: find_leaf is lock-free for readers (they never write shared memory: a
+// version word per node, validated after reading). Writers lock the one node they change
+// (lock_parent) and split full nodes eagerly on the way down, so a parent always has room.
+// Nodes are never freed while the tree lives (inner nodes do not merge), so a reader may
+// always dereference a node pointer it read; it learns from the version whether what it read
+// was consistent. Invariants:
+//   1. keys in a node are strictly increasing; count <= kMaxKeys.
+//   2. every key under child i of a node lies in that child's bounds.
+//   3. the root pointer changes only while the old root is locked (root split).
+#ifndef PMINDEX_BTREE_INNER_TREE_H_
+#define PMINDEX_BTREE_INNER_TREE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "pmindex/status.h"
+
+namespace pmindex::btree {
+
+class InnerTree {
+ public:
+  static constexpr uint32_t kMaxKeys = 126;  // a node fills 2 KiB
+
+  struct alignas(64) Node {
+    std::atomic<uint64_t> version{0};  // bit 0 locked, +4 per change (leaf_common.h)
+    std::atomic<uint32_t> count{0};    // keys; count + 1 children
+    uint32_t level = 1;                // 1: children are leaves
+    std::atomic<uint64_t> keys[kMaxKeys];
+    std::atomic<void*> children[kMaxKeys + 1];
+  };
+  static_assert(sizeof(Node) == 2048);
+
+  InnerTree() = default;
+  ~InnerTree() { clear(); }
+  InnerTree(const InnerTree&) = delete;
+  InnerTree& operator=(const InnerTree&) = delete;
+
+  bool empty() const { return root_.load(std::memory_order_acquire) == nullptr; }
+
+  // The leaf covering `key` (nullptr for an empty tree) with the level-1 node it came from and
+  // that node's version: the caller reads the leaf's version, then calls validate(parent, pv)
+  // (so a split that finished before its leaf read is noticed).
+  void* find_leaf(uint64_t key, Node** parent, uint64_t* parent_version) const;
+  static bool validate(const Node* n, uint64_t v) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return n->version.load(std::memory_order_relaxed) == v;
+  }
+
+  // Locks the level-1 node that holds `leaf` (whose low key is `low_key`; the caller holds the
+  // leaf's lock, so the entry cannot move away) and returns it with the child index. With
+  // need_room the node has room for one more child (full nodes on the way are split).
+  Node* lock_parent(uint64_t low_key, const void* leaf, bool need_room, uint32_t* index);
+  static void unlock(Node* n) {
+    n->version.store(n->version.load(std::memory_order_relaxed) + 4 - 1,
+                     std::memory_order_release);
+  }
+  // Edits of a locked level-1 node.
+  static void replace_child(Node* n, uint32_t index, void* leaf);
+  static void insert_child_after(Node* n, uint32_t index, uint64_t low_key, void* leaf);
+  static void remove_child(Node* n, uint32_t index);  // index > 0
+
+  // The first leaf of a new tree (caller serializes; tree must be empty).
+  void init_single(void* leaf);
+  // Bulk load from the leaves in key order with their low keys (recovery). Quiescent only.
+  void build(const std::vector<std::pair<uint64_t, void*>>& leaves);
+  void clear();
+
+  // Checks invariants 1 and 2 and that the leaves, left to right, are `leaves` with low keys
+  // as given. Quiescent only.
+  Status verify(const std::vector<std::pair<uint64_t, void*>>& leaves) const;
+
+  uint64_t node_count() const;
+  uint64_t dram_bytes() const { return node_count() * sizeof(Node); }
+  uint32_t height() const;
+
+ private:
+  Node* new_node(uint32_t level);
+  // Splits locked `n` (parent locked too, with room, or n is the root).
+  void split(Node* parent, Node* n);
+  static void insert_at(Node* n, uint32_t pos, uint64_t key, void* right_child);
+
+  std::atomic<Node*> root_{nullptr};
+  mutable std::mutex nodes_mu_;  // guards nodes_ (node creation is rare)
+  std::vector<Node*> nodes_;
+};
+
+}  // namespace pmindex::btree
+
+#endif  // PMINDEX_BTREE_INNER_TREE_H_

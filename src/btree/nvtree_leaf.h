@@ -1,0 +1,177 @@
+// NV-Tree leaf (Yang et al., FAST 2015, as re-implemented in the RNTree paper): an
+// append-only log of (key, value) entries, each an insert/update or a removal, and an 8-byte
+// count that commits them. Primitive (Götze et al.): unsorted, append-only, counter commit.
+//
+// Layout (1088 bytes, 17 cache lines; allocator class 1280):
+//
+//   line 0   off  0  next        u64  persistent  pool offset of the right neighbour
+//            off  8  low_key     u64  persistent  lower bound of the key range (immutable)
+//            off 16  count       u64  persistent  entries appended: the commit word
+//            off 24  tombstones  u64  persistent  bit i: entry i removes its key
+//            off 32  version     u64  volatile    lock / version word (leaf_common.h)
+//            off 40  prev        u64  volatile    DRAM pointer to the left neighbour (hint)
+//            off 48  live        u64  volatile    live keys (for unlinking empty leaves)
+//            off 56  pad         u64
+//   line 1.. off 64  entries[64] 16 B each: key, value
+//
+// Operations (2 persistent instructions each): insert, update and remove append entry i =
+// count (a removal also sets tombstone bit i), persist it; then count = i + 1, persist it.
+// Lookup scans from the newest entry backwards; the first entry with the key decides.
+//
+// Crash argument: entries at index >= count are ignored, and entry i (with its tombstone
+// bit, written in the same step) is durable before count covers it; count is one 8-byte
+// failure-atomic store, so a crash leaves either the old or the new count. Tombstone bits of
+// entries below count are never written again (an entry is appended once).
+//
+// Thread safety: none of its own (a single-writer design): the tree guards it with a
+// reader-writer lock.
+#ifndef PMINDEX_BTREE_NVTREE_LEAF_H_
+#define PMINDEX_BTREE_NVTREE_LEAF_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "btree/leaf_common.h"
+#include "pm/mutant.h"
+#include "pm/persist.h"
+#include "pmindex/pool.h"
+#include "pmindex/status.h"
+
+namespace pmindex::btree {
+
+struct NVTreeLeaf {
+  static constexpr size_t kCapacity = 64;
+  uint64_t next;
+  uint64_t low_key;
+  uint64_t count;
+  uint64_t tombstones;
+  uint64_t version;
+  uint64_t prev;
+  uint64_t live;
+  uint64_t pad;
+  Entry entries[kCapacity];
+};
+static_assert(sizeof(NVTreeLeaf) == 1088);
+static_assert(offsetof(NVTreeLeaf, count) == 16 && offsetof(NVTreeLeaf, tombstones) == 24);
+static_assert(offsetof(NVTreeLeaf, version) == 32 && offsetof(NVTreeLeaf, live) == 48);
+static_assert(offsetof(NVTreeLeaf, entries) == 64);
+
+struct NVTreeLayout {
+  using Leaf = NVTreeLeaf;
+  static constexpr const char* kName = "nvtree";
+  static constexpr IndexKind kKind = IndexKind::kNVTree;
+  static constexpr const char* kDescription =
+      "NV-Tree leaves (append-only log + 8-byte count) under DRAM inner nodes";
+  static constexpr const char* kConcurrency = "";
+  static constexpr size_t kCapacity = Leaf::kCapacity;
+  static constexpr bool kConcurrent = false;
+  static constexpr bool kReadersWaitForWriters = true;
+
+  // Newest entry for `key` below count: its index, or -1.
+  static int Newest(const Leaf* l, uint64_t key) {
+    for (int i = static_cast<int>(l->count) - 1; i >= 0; --i) {
+      if (l->entries[i].key == key) return i;
+    }
+    return -1;
+  }
+
+  static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
+    l->next = next;
+    l->low_key = low_key;
+    l->count = n;
+    l->tombstones = 0;
+    l->version = 0;
+    l->prev = 0;
+    l->live = n;
+    l->pad = 0;
+    std::copy(e, e + n, l->entries);
+    pm::flush(l, offsetof(Leaf, entries) + n * sizeof(Entry));  // caller fences
+  }
+
+  static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
+    const int i = Newest(l, key);
+    if (i < 0 || (l->tombstones >> i & 1)) return false;
+    *value = l->entries[i].value;
+    return true;
+  }
+
+  static size_t CollectSorted(const Leaf* l, uint64_t from, Entry* out) {
+    // Newest entry per key wins: sort (key, -index), keep each key's first, drop removals.
+    struct Item {
+      uint64_t key;
+      int idx;
+    };
+    Item items[kCapacity];
+    size_t m = 0;
+    const size_t count = std::min<uint64_t>(l->count, kCapacity);
+    for (size_t i = 0; i < count; ++i) {
+      if (l->entries[i].key >= from) items[m++] = {l->entries[i].key, static_cast<int>(i)};
+    }
+    std::sort(items, items + m, [](const Item& a, const Item& b) {
+      return a.key != b.key ? a.key < b.key : a.idx > b.idx;
+    });
+    size_t n = 0;
+    for (size_t i = 0; i < m; ++i) {
+      if (i > 0 && items[i].key == items[i - 1].key) continue;
+      if (l->tombstones >> items[i].idx & 1) continue;
+      out[n++] = l->entries[items[i].idx];
+    }
+    return n;
+  }
+
+  static size_t LiveCount(const Leaf* l) { return l->live; }
+
+  static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+    if (!version::Lock(&l->version)) return {Outcome::kRetry};
+    const int i = Newest(l, key);
+    const bool present = i >= 0 && !(l->tombstones >> i & 1);
+    if (op == Op::kInsert && present) {
+      version::Unlock(&l->version, false);
+      return {Outcome::kExists};
+    }
+    if ((op == Op::kUpdate || op == Op::kRemove) && !present) {
+      version::Unlock(&l->version, false);
+      return {Outcome::kNotFound};
+    }
+    if (l->count == kCapacity) return {Outcome::kFull};
+    const uint64_t j = l->count;
+    l->entries[j] = Entry{key, op == Op::kRemove ? 0 : value};
+    if (!pm::mutant("nvtree.skip_entry_persist")) pm::flush(&l->entries[j], sizeof(Entry));
+    if (op == Op::kRemove) {
+      l->tombstones |= uint64_t{1} << j;
+      pm::flush(&l->tombstones, 8);
+    }
+    pm::fence();                  // entry durable before the count covers it
+    l->count = j + 1;             // commit
+    pm::persist(&l->count, 8);
+    if (op == Op::kRemove) {
+      --l->live;
+    } else if (!present) {
+      ++l->live;
+    }
+    version::Unlock(&l->version, true);
+    return {Outcome::kDone, l->live == 0};
+  }
+
+  // Resets volatile fields and checks the commit word.
+  static Status Recover(Leaf* l) {
+    if (l->count > kCapacity) return Status::Corruption("count " + std::to_string(l->count));
+    l->prev = 0;
+    Entry buf[kCapacity];
+    l->live = CollectSorted(l, 0, buf);
+    return Status::OK();
+  }
+
+  static Status Verify(const Leaf* l) {
+    if (l->count > kCapacity) return Status::Corruption("count " + std::to_string(l->count));
+    Entry buf[kCapacity];
+    if (CollectSorted(l, 0, buf) != l->live) return Status::Corruption("live count is stale");
+    return Status::OK();
+  }
+};
+
+}  // namespace pmindex::btree
+
+#endif  // PMINDEX_BTREE_NVTREE_LEAF_H_

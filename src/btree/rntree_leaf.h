@@ -1,0 +1,351 @@
+// RNTree leaf (Liu et al., ICPP 2019): an append-only KV log and a cache-line slot array of
+// one-byte log indexes in key order, so lookups binary-search a sorted view while every
+// modification costs 2 persistent instructions. Primitives (Götze et al.): indirection over
+// an append-only log, with a cache-line commit.
+//
+// The paper makes the 64-byte slot line reach NVM atomically with Intel TSX. This machine
+// (AMD) has none, so the portable equivalent keeps the same 2 persistent instructions: two
+// slot lines written alternately, each with a sequence number and a CRC32C of its contents.
+// The valid line with the newer sequence is the truth; a line torn by a crash fails its
+// checksum and the other line, the previous state, stands.
+//
+// Layout (1184 bytes, 19 cache lines; allocator class 1280):
+//
+//   line 0   off  0  next       u64  persistent  pool offset of the right neighbour
+//            off  8  low_key    u64  persistent  lower bound of the key range (immutable)
+//            off 16  version    u64  volatile    lock / version word (leaf_common.h)
+//            off 24  nlogs      u32  volatile    log entries claimed (CAS, outside the lock)
+//            off 28  plogs      u32  volatile    committed writes since the leaf was built
+//            off 32  prev       u64  volatile    DRAM pointer to the left neighbour (hint)
+//            off 40  cur        u32  volatile    which slot line is the truth (0/1)
+//            off 44  ds_seq     u32  volatile    seqlock of the transient slot line (DS)
+//            off 48  pad        16 B
+//   line 1   off 64  line[0]    SlotLine  persistent
+//   line 2   off128  line[1]    SlotLine  persistent
+//   line 3   off192  transient  SlotLine  volatile: RNTree+DS readers' copy, never flushed
+//   line 4.. off256  log[58]    16 B each: key, value
+//
+//   SlotLine (64 bytes, one cache line):
+//            off  0  crc        u32  CRC32C of bytes 4..63
+//            off  4  seq        u8   newer line: seq - other.seq == 1 (mod 256)
+//            off  5  count      u8   live entries
+//            off  6  slot[58]   u8   log indexes of the live entries in key order
+//
+// Insert/update/upsert (2 persistent instructions): optimistic presence check (a
+// conditional write that must fail writes nothing); claim log entry e with a CAS on nlogs
+// (no lock); write and persist log[e]; lock the leaf; re-check the condition, write the new
+// slot array into the line that is not the truth, with seq + 1 and its CRC, persist it; flip
+// `cur`; (DS: copy into the transient line); unlock. Remove: lock, new slot line, persist (1).
+//
+// Crash argument: log[e] is durable before any slot line names it and a named entry is
+// never overwritten (append-only; the leaf is replaced, not rewritten, when its log is
+// full). A slot line is written only after the previous one was persisted, so at most one
+// line can be torn or stale: a torn line fails its CRC (the other holds the previous state,
+// which is what an interrupted operation may leave); a fully written one has the newer seq
+// and holds the new state. Recovery picks the truth, resets every volatile field (nlogs =
+// 1 + the largest named index: unnamed entries above it are free again).
+//
+// Thread safety: natively concurrent. Writers claim log entries lock-free and persist them
+// in parallel; only the slot-line update runs under the leaf lock. RNTree readers wait while
+// a leaf is locked and retry if its version moved (every slot change bumps it). RNTree+DS
+// readers use the transient line (a seqlock guards the 64-byte copy, standing in for the
+// paper's HTM snapshot), which a writer updates only after the persistent line is durable:
+// readers never see unpersisted data and retry only when the leaf was replaced.
+#ifndef PMINDEX_BTREE_RNTREE_LEAF_H_
+#define PMINDEX_BTREE_RNTREE_LEAF_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "btree/leaf_common.h"
+#include "pm/crc32c.h"
+#include "pm/mutant.h"
+#include "pm/persist.h"
+#include "pmindex/pool.h"
+#include "pmindex/status.h"
+
+namespace pmindex::btree {
+
+struct RNSlotLine {
+  static constexpr size_t kSlots = 58;
+  uint32_t crc;
+  uint8_t seq;
+  uint8_t count;
+  uint8_t slot[kSlots];
+};
+static_assert(sizeof(RNSlotLine) == 64 && offsetof(RNSlotLine, seq) == 4);
+static_assert(offsetof(RNSlotLine, slot) == 6);
+
+struct RNTreeLeaf {
+  static constexpr size_t kCapacity = RNSlotLine::kSlots;
+  uint64_t next;
+  uint64_t low_key;
+  uint64_t version;
+  uint32_t nlogs;
+  uint32_t plogs;
+  uint64_t prev;
+  uint32_t cur;
+  uint32_t ds_seq;
+  uint64_t pad[2];
+  RNSlotLine line[2];
+  RNSlotLine transient;
+  Entry log[kCapacity];
+};
+static_assert(sizeof(RNTreeLeaf) == 1184);
+static_assert(offsetof(RNTreeLeaf, version) == 16 && offsetof(RNTreeLeaf, nlogs) == 24);
+static_assert(offsetof(RNTreeLeaf, cur) == 40 && offsetof(RNTreeLeaf, line) == 64);
+static_assert(offsetof(RNTreeLeaf, transient) == 192 && offsetof(RNTreeLeaf, log) == 256);
+
+template <bool kDual>
+struct RNTreeLayout {
+  using Leaf = RNTreeLeaf;
+  static constexpr const char* kName = kDual ? "rntree-ds" : "rntree";
+  static constexpr IndexKind kKind = kDual ? IndexKind::kRNTreeDS : IndexKind::kRNTree;
+  static constexpr const char* kDescription =
+      kDual ? "RNTree leaves with the dual (transient) slot array for readers"
+            : "RNTree leaves (append log + checksummed cache-line slot array, 2 fences/op)";
+  static constexpr const char* kConcurrency =
+      kDual ? "concurrent: lock-free log claims, persists outside the leaf lock, readers "
+              "never wait for writers (dual slot array)"
+            : "concurrent: lock-free log claims, persists outside the leaf lock, readers "
+              "retry on slot changes";
+  static constexpr size_t kCapacity = Leaf::kCapacity;
+  static constexpr bool kConcurrent = true;
+  static constexpr bool kReadersWaitForWriters = !kDual;
+
+  // A consistent copy of the slot line readers use (8 relaxed loads).
+  static void Snapshot(const RNSlotLine& src, RNSlotLine* dst) {
+    const uint64_t* s = reinterpret_cast<const uint64_t*>(&src);
+    uint64_t* d = reinterpret_cast<uint64_t*>(dst);
+    for (int i = 0; i < 8; ++i) d[i] = Load(s[i]);
+  }
+  static void Publish(RNSlotLine* dst, const RNSlotLine& src) {
+    const uint64_t* s = reinterpret_cast<const uint64_t*>(&src);
+    uint64_t* d = reinterpret_cast<uint64_t*>(dst);
+    for (int i = 0; i < 8; ++i) Store(d[i], s[i]);
+  }
+  static uint32_t Crc(const RNSlotLine& l) {
+    return pm::crc32c(reinterpret_cast<const char*>(&l) + 4, 60);
+  }
+  static bool Valid(const RNSlotLine& l) { return l.crc == Crc(l); }
+
+  // The slot array readers may use right now (caller validates the leaf version).
+  static void ReaderView(const Leaf* l, RNSlotLine* view) {
+    if constexpr (kDual) {
+      for (;;) {
+        const uint32_t s = LoadAcquire(l->ds_seq);
+        if (s & 1) {
+          CpuRelax();
+          continue;
+        }
+        Snapshot(l->transient, view);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (Load(l->ds_seq) == s) break;
+      }
+    } else {
+      Snapshot(l->line[Load(l->cur) & 1], view);
+    }
+    if (view->count > kCapacity) view->count = 0;  // torn view: the version check fails
+  }
+
+  // First position in the view with key >= key.
+  static size_t LowerBound(const Leaf* l, const RNSlotLine& v, uint64_t key) {
+    size_t lo = 0, n = v.count;
+    while (n > 0) {
+      const size_t half = n / 2;
+      if (Load(l->log[v.slot[lo + half] % kCapacity].key) < key) {
+        lo += half + 1;
+        n -= half + 1;
+      } else {
+        n = half;
+      }
+    }
+    return lo;
+  }
+
+  static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
+    l->next = next;
+    l->low_key = low_key;
+    l->version = 0;
+    l->nlogs = static_cast<uint32_t>(n);
+    l->plogs = 0;
+    l->prev = 0;
+    l->cur = 0;
+    l->ds_seq = 0;
+    std::memset(l->pad, 0, sizeof(l->pad));
+    RNSlotLine s{};
+    s.count = static_cast<uint8_t>(n);
+    for (size_t i = 0; i < n; ++i) s.slot[i] = static_cast<uint8_t>(i);
+    s.seq = 0;
+    s.crc = Crc(s);
+    l->line[1] = s;  // both lines valid; line 0 is newer
+    s.seq = 1;
+    s.crc = Crc(s);
+    l->line[0] = s;
+    l->transient = s;
+    std::copy(e, e + n, l->log);
+    pm::flush(l, offsetof(Leaf, transient));                        // header + both lines
+    pm::flush(l->log, n * sizeof(Entry));                           // caller fences
+  }
+
+  static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
+    RNSlotLine v;
+    ReaderView(l, &v);
+    const size_t p = LowerBound(l, v, key);
+    if (p == v.count) return false;
+    const Entry& e = l->log[v.slot[p] % kCapacity];
+    if (Load(e.key) != key) return false;
+    *value = Load(e.value);
+    return true;
+  }
+
+  static size_t CollectSorted(const Leaf* l, uint64_t from, Entry* out) {
+    RNSlotLine v;
+    ReaderView(l, &v);
+    size_t n = 0;
+    for (size_t p = from == 0 ? 0 : LowerBound(l, v, from); p < v.count; ++p) {
+      const Entry& e = l->log[v.slot[p] % kCapacity];
+      out[n++] = Entry{Load(e.key), Load(e.value)};
+    }
+    return n;
+  }
+
+  // Under the leaf lock (or quiescent).
+  static size_t LiveCount(const Leaf* l) { return l->line[l->cur & 1].count; }
+
+  // Writes `s` (count and slots set) as the new truth; leaf locked. 1 persistent instruction.
+  static void CommitSlots(Leaf* l, RNSlotLine& s) {
+    const uint32_t c = l->cur;
+    const uint32_t target = pm::mutant("rntree.single_slot_line") ? c : 1 - c;
+    s.seq = static_cast<uint8_t>(l->line[c].seq + 1);
+    s.crc = Crc(s);
+    Publish(&l->line[target], s);
+    pm::persist(&l->line[target], sizeof(RNSlotLine));  // commit (see the crash argument)
+    Store(l->cur, target);
+    Store(l->plogs, l->plogs + 1);
+    if constexpr (kDual) {  // readers see it only now that it is durable
+      Store(l->ds_seq, l->ds_seq + 1);
+      std::atomic_thread_fence(std::memory_order_release);
+      Publish(&l->transient, s);
+      StoreRelease(l->ds_seq, l->ds_seq + 1);
+    }
+  }
+
+  // Lock-free claim of a log entry; -1 if the log is full.
+  static int Claim(Leaf* l) {
+    uint32_t e = Load(l->nlogs);
+    while (e < kCapacity) {
+      if (__atomic_compare_exchange_n(&l->nlogs, &e, e + 1, false, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+        return static_cast<int>(e);
+      }
+    }
+    return -1;
+  }
+
+  static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+    int e = -1;
+    if (op != Op::kRemove) {
+      if (op != Op::kUpsert) {
+        // A conditional write that is bound to fail must not consume a log entry.
+        for (;;) {
+          uint64_t v, ignored;
+          if (!version::ReadBegin(&l->version, kReadersWaitForWriters, &v)) {
+            return {Outcome::kRetry};
+          }
+          const bool present = Find(l, key, &ignored);
+          if (!version::ReadValidate(&l->version, kReadersWaitForWriters, v)) continue;
+          if (op == Op::kInsert && present) return {Outcome::kExists};
+          if (op == Op::kUpdate && !present) return {Outcome::kNotFound};
+          break;
+        }
+      }
+      e = Claim(l);
+      if (e < 0) {
+        if (!version::Lock(&l->version)) return {Outcome::kRetry};
+        return {Outcome::kFull};
+      }
+      Store(l->log[e].key, key);
+      Store(l->log[e].value, value);
+      if (!pm::mutant("rntree.skip_kv_persist")) pm::persist(&l->log[e], sizeof(Entry));
+    }
+    // The leaf may have been replaced while we persisted: then log[e] is in a dead leaf and
+    // the operation restarts from the root.
+    if (!version::Lock(&l->version)) return {Outcome::kRetry};
+    const RNSlotLine& truth = l->line[l->cur];
+    const size_t n = truth.count;
+    const size_t p = LowerBound(l, truth, key);
+    const bool present = p < n && l->log[truth.slot[p]].key == key;
+    if ((op == Op::kInsert && present) ||
+        ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
+      version::Unlock(&l->version, false);  // lost a race; log[e] stays unnamed
+      return {present ? Outcome::kExists : Outcome::kNotFound};
+    }
+    RNSlotLine s{};
+    std::memcpy(s.slot, truth.slot, n);
+    size_t m = n;
+    if (op == Op::kRemove) {
+      std::memmove(s.slot + p, s.slot + p + 1, n - p - 1);
+      --m;
+    } else if (present) {
+      s.slot[p] = static_cast<uint8_t>(e);
+    } else {
+      std::memmove(s.slot + p + 1, s.slot + p, n - p);
+      s.slot[p] = static_cast<uint8_t>(e);
+      ++m;
+    }
+    s.count = static_cast<uint8_t>(m);
+    if (m < kCapacity) std::memset(s.slot + m, 0, kCapacity - m);
+    CommitSlots(l, s);
+    version::Unlock(&l->version, !kDual);
+    return {Outcome::kDone, m == 0};
+  }
+
+  static Status Recover(Leaf* l) {
+    const bool v0 = Valid(l->line[0]), v1 = Valid(l->line[1]);
+    if (!v0 && !v1) return Status::Corruption("both slot lines fail their checksum");
+    uint32_t c = v0 ? 0 : 1;
+    if (v0 && v1 && static_cast<uint8_t>(l->line[1].seq - l->line[0].seq) == 1) c = 1;
+    l->cur = c;
+    l->prev = 0;
+    l->plogs = 0;
+    l->ds_seq = 0;
+    l->transient = l->line[c];
+    uint32_t nlogs = 0;
+    for (size_t p = 0; p < l->line[c].count && p < kCapacity; ++p) {
+      nlogs = std::max<uint32_t>(nlogs, l->line[c].slot[p] + 1u);
+    }
+    l->nlogs = nlogs;
+    return Verify(l);
+  }
+
+  static Status Verify(const Leaf* l) {
+    const uint32_t c = l->cur;
+    if (c > 1) return Status::Corruption("cur is not 0 or 1");
+    const RNSlotLine& s = l->line[c];
+    if (!Valid(s)) return Status::Corruption("current slot line fails its checksum");
+    if (s.count > kCapacity) return Status::Corruption("slot count " + std::to_string(s.count));
+    uint64_t seen = 0;
+    for (size_t p = 0; p < s.count; ++p) {
+      const uint8_t i = s.slot[p];
+      if (i >= kCapacity || i >= l->nlogs || (seen >> i & 1)) {
+        return Status::Corruption("bad slot index " + std::to_string(i));
+      }
+      seen |= uint64_t{1} << i;
+      if (p > 0 && l->log[s.slot[p - 1]].key >= l->log[i].key) {
+        return Status::Corruption("slot line out of key order");
+      }
+    }
+    if (kDual && std::memcmp(&l->transient, &s, sizeof(s)) != 0) {
+      return Status::Corruption("transient slot line differs from the persistent one");
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace pmindex::btree
+
+#endif  // PMINDEX_BTREE_RNTREE_LEAF_H_
