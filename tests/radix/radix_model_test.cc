@@ -3,6 +3,7 @@
 // a close/reopen (OpenIndex, i.e. recovery + allocator rebuild) in the middle of the run.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -123,6 +124,11 @@ class RadixModelTest : public ::testing::TestWithParam<std::tuple<std::string, K
         ASSERT_EQ(index_->lookup(key, &got), present);
         if (present) ASSERT_EQ(got, model_[key]);
       }
+      if (verify_each_) {
+        Status v = index_->verify();
+        ASSERT_TRUE(v.ok()) << "after op " << i << " (" << op << ") on key of size " << key.size()
+                            << ": " << v.ToString();
+      }
     }
   }
 
@@ -132,6 +138,8 @@ class RadixModelTest : public ::testing::TestWithParam<std::tuple<std::string, K
   std::string path_;
   std::unique_ptr<Index> index_;
   Model model_;
+  // PMINDEX_VERIFY_EACH=1: verify() after every operation (to pinpoint a failure).
+  const bool verify_each_ = std::getenv("PMINDEX_VERIFY_EACH") != nullptr;
 };
 
 TEST_P(RadixModelTest, LockstepWithStdMap) {
@@ -172,7 +180,7 @@ std::string ParamName(const ::testing::TestParamInfo<RadixModelTest::ParamType>&
 
 INSTANTIATE_TEST_SUITE_P(
     Radix, RadixModelTest,
-    ::testing::Combine(::testing::Values("wort"),
+    ::testing::Combine(::testing::Values("wort", "woart"),
                        ::testing::Values(KeyShape::kDense, KeyShape::kSparse,
                                          KeyShape::kClustered, KeyShape::kRandomBytes,
                                          KeyShape::kSharedPrefix, KeyShape::kPrefixChains)),
@@ -209,7 +217,7 @@ TEST_P(RadixLimitsTest, KeyAndValueLimits) {
   EXPECT_TRUE(index.verify().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort", "woart"));
 
 }  // namespace
 }  // namespace pmindex::testing

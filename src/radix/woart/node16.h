@@ -1,0 +1,81 @@
+// WoartNode16: up to 16 children in unsorted slots with a bitmap of valid slots. A key and
+// child are written into a free slot and persisted; setting the slot's bit (one 8-byte
+// store) commits. Search is one SIMD compare masked by the bitmap.
+//
+//   offset  size  field       (192-byte block)
+//   0       8     header      line 0   PrefixHeader word
+//   8       8     end         line 0
+//   16      8     bitmap      line 0   bits 0..15: slot i valid; other bits 0
+//   24      16    keys[16]    line 0
+//   40      128   child[16]   line 0: child[0..2], line 1: child[3..10], line 2: child[11..15]
+#ifndef PMINDEX_RADIX_WOART_NODE16_H_
+#define PMINDEX_RADIX_WOART_NODE16_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "pm/persist.h"
+#include "radix/common/node_search.h"
+#include "radix/common/pm_tree_util.h"
+
+namespace pmindex::radix {
+
+struct WoartNode16 {
+  static constexpr unsigned kCapacity = 16;
+  uint64_t header;
+  uint64_t end;
+  uint64_t bitmap;
+  uint8_t keys[kCapacity];
+  uint64_t child[kCapacity];
+
+  unsigned count() const { return __builtin_popcountll(LoadWord(&bitmap)); }
+  bool full() const { return count() == kCapacity; }
+
+  uint64_t* Find(uint8_t b) {
+    const unsigned m = Match16(keys, b) & static_cast<unsigned>(LoadWord(&bitmap));
+    return m ? &child[__builtin_ctz(m)] : nullptr;
+  }
+
+  template <typename F>
+  void ForEach(F&& f) const {
+    uint64_t bm = LoadWord(&bitmap);
+    uint8_t order[kCapacity];
+    unsigned n = 0;
+    for (; bm; bm &= bm - 1) order[n++] = static_cast<uint8_t>(__builtin_ctzll(bm));
+    std::sort(order, order + n, [&](uint8_t a, uint8_t b) { return keys[a] < keys[b]; });
+    for (unsigned i = 0; i < n; ++i) f(keys[order[i]], child[order[i]]);
+  }
+
+  void BuildAdd(uint8_t b, uint64_t word) {
+    const unsigned p = __builtin_ctzll(~bitmap);
+    keys[p] = b;
+    child[p] = word;
+    bitmap |= uint64_t{1} << p;
+  }
+
+  // Key and child into a free slot, persisted; then the bitmap bit. 2 fences.
+  void Add(uint8_t b, uint64_t word) {
+    const unsigned p = __builtin_ctzll(~bitmap);
+    keys[p] = b;
+    child[p] = word;
+    pm::flush(&keys[p], 1);
+    pm::flush(&child[p], 8);
+    pm::fence();
+    CommitWord(&bitmap, bitmap | (uint64_t{1} << p));
+  }
+
+  // Clears the key's bit. 1 fence.
+  void Remove(uint8_t b) {
+    const unsigned m = Match16(keys, b) & static_cast<unsigned>(bitmap);
+    CommitWord(&bitmap, bitmap & ~(uint64_t{1} << __builtin_ctz(m)));
+  }
+};
+static_assert(sizeof(WoartNode16) == 168);
+static_assert(offsetof(WoartNode16, bitmap) == 16);
+static_assert(offsetof(WoartNode16, keys) == 24);
+static_assert(offsetof(WoartNode16, child) == 40);
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_WOART_NODE16_H_

@@ -1,0 +1,52 @@
+// WoartNode256: one child word per key byte; insert and remove are one 8-byte store.
+//
+//   offset  size  field        (2560-byte block)
+//   0       8     header       line 0
+//   8       8     end          line 0
+//   16      2048  child[256]   lines 0..32
+#ifndef PMINDEX_RADIX_WOART_NODE256_H_
+#define PMINDEX_RADIX_WOART_NODE256_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "pm/persist.h"
+#include "radix/common/pm_tree_util.h"
+
+namespace pmindex::radix {
+
+struct WoartNode256 {
+  static constexpr unsigned kCapacity = 256;
+  uint64_t header;
+  uint64_t end;
+  uint64_t child[256];
+
+  unsigned count() const {
+    unsigned n = 0;
+    for (unsigned b = 0; b < 256; ++b) n += child[b] != 0;
+    return n;
+  }
+  bool full() const { return false; }
+
+  uint64_t* Find(uint8_t b) { return child[b] ? &child[b] : nullptr; }
+
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (unsigned b = 0; b < 256; ++b)
+      if (child[b]) f(static_cast<uint8_t>(b), child[b]);
+  }
+
+  void BuildAdd(uint8_t b, uint64_t word) { child[b] = word; }
+  // The caller has flushed the leaf: fence, then the child word. 2 fences.
+  void Add(uint8_t b, uint64_t word) {
+    pm::fence();
+    CommitWord(&child[b], word);
+  }
+  void Remove(uint8_t b) { CommitWord(&child[b], 0); }
+};
+static_assert(sizeof(WoartNode256) == 2064);
+static_assert(offsetof(WoartNode256, child) == 16);
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_WOART_NODE256_H_

@@ -1,0 +1,126 @@
+// WoartNode4: up to 4 children, one cache line. Its slot word holds the count, the sorted
+// keys and which physical child slot each key uses, so one 8-byte store commits an insert
+// or a remove (WOART's Node4 with an atomic slot array).
+//
+//   offset  size  field      (64-byte block, line 0 only)
+//   0       8     header     PrefixHeader word
+//   8       8     end        leaf of the key that ends at this node
+//   16      8     slots      byte 0: count (0..4); bytes 1..4: keys in ascending order;
+//                            byte 5: 2-bit physical child index of each sorted key; 6..7: 0
+//   24      32    child[4]   physical child words; only those named by `slots` are live
+#ifndef PMINDEX_RADIX_WOART_NODE4_H_
+#define PMINDEX_RADIX_WOART_NODE4_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "pm/persist.h"
+#include "radix/common/pm_tree_util.h"
+
+namespace pmindex::radix {
+
+struct WoartNode4 {
+  static constexpr unsigned kCapacity = 4;
+  uint64_t header;
+  uint64_t end;
+  uint64_t slots;
+  uint64_t child[kCapacity];
+
+  static unsigned Count(uint64_t s) { return s & 0xFF; }
+  static uint8_t KeyAt(uint64_t s, unsigned i) { return static_cast<uint8_t>(s >> (8 + 8 * i)); }
+  static unsigned IndexAt(uint64_t s, unsigned i) { return (s >> (40 + 2 * i)) & 3; }
+  static uint64_t Make(unsigned count, const uint8_t* keys, const uint8_t* idx) {
+    uint64_t s = count;
+    for (unsigned i = 0; i < count; ++i)
+      s |= (uint64_t{keys[i]} << (8 + 8 * i)) | (uint64_t{idx[i]} << (40 + 2 * i));
+    return s;
+  }
+
+  unsigned count() const { return Count(LoadWord(&slots)); }
+  bool full() const { return count() == kCapacity; }
+
+  uint64_t* Find(uint8_t b) {
+    const uint64_t s = LoadWord(&slots);
+    for (unsigned i = 0, n = Count(s); i < n; ++i)
+      if (KeyAt(s, i) == b) return &child[IndexAt(s, i)];
+    return nullptr;
+  }
+
+  // Calls f(key, child word) in key order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    const uint64_t s = LoadWord(&slots);
+    for (unsigned i = 0, n = Count(s); i < n; ++i) f(KeyAt(s, i), child[IndexAt(s, i)]);
+  }
+
+  // Adds b -> word to an unpublished node (the caller persists the whole node).
+  void BuildAdd(uint8_t b, uint64_t word) { Insert(b, word, /*publish=*/false); }
+
+  // Adds b -> word to a live node that is not full: the child is written into a free
+  // physical slot and persisted, then the slot word is committed with one 8-byte store.
+  // The caller has flushed the leaf; this fence covers it. 2 fences.
+  void Add(uint8_t b, uint64_t word) { Insert(b, word, /*publish=*/true); }
+
+  // Removes key b (present) with one 8-byte store of the slot word. 1 fence.
+  void Remove(uint8_t b) {
+    const uint64_t s = slots;
+    uint8_t keys[kCapacity], idx[kCapacity];
+    unsigned n = 0;
+    for (unsigned i = 0; i < Count(s); ++i) {
+      if (KeyAt(s, i) == b) continue;
+      keys[n] = KeyAt(s, i);
+      idx[n++] = static_cast<uint8_t>(IndexAt(s, i));
+    }
+    CommitWord(&slots, Make(n, keys, idx));
+  }
+
+ private:
+  void Insert(uint8_t b, uint64_t word, bool publish) {
+    const uint64_t s = slots;
+    const unsigned n = Count(s);
+    unsigned used = 0;
+    uint8_t keys[kCapacity], idx[kCapacity];
+    unsigned out = 0;
+    bool placed = false;
+    for (unsigned i = 0; i < n; ++i) used |= 1u << IndexAt(s, i);
+    const uint8_t phys = static_cast<uint8_t>(__builtin_ctz(~used));
+    for (unsigned i = 0; i < n; ++i) {
+      if (!placed && b < KeyAt(s, i)) {
+        keys[out] = b;
+        idx[out++] = phys;
+        placed = true;
+      }
+      keys[out] = KeyAt(s, i);
+      idx[out++] = static_cast<uint8_t>(IndexAt(s, i));
+    }
+    if (!placed) {
+      keys[out] = b;
+      idx[out++] = phys;
+    }
+    const uint64_t next = Make(out, keys, idx);
+    if (!publish) {
+      child[phys] = word;
+      slots = next;
+      return;
+    }
+    if (pm::mutant("woart.header_and_child_two_stores")) {
+      // The published WOART ordering bug: the slot word (the node's header of valid slots)
+      // is committed before the child it names is durable.
+      CommitWord(&slots, next);
+      child[phys] = word;
+      pm::persist(&child[phys], 8);
+      return;
+    }
+    child[phys] = word;
+    pm::flush(&child[phys], 8);
+    pm::fence();
+    CommitWord(&slots, next);
+  }
+};
+static_assert(sizeof(WoartNode4) == 56);
+static_assert(offsetof(WoartNode4, slots) == 16);
+static_assert(offsetof(WoartNode4, child) == 24);
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_WOART_NODE4_H_

@@ -1,0 +1,79 @@
+// WoartNode48: up to 48 children behind a 256-byte child index. A child word is persisted
+// into a free slot before the key's index byte (a 1-byte, hence failure-atomic, store) names
+// it; clearing the index byte removes the key.
+//
+//   offset  size  field        (768-byte block)
+//   0       8     header       line 0
+//   8       8     end          line 0
+//   16      256   index[256]   lines 0..4: slot + 1 of key b's child, 0 = absent
+//   272     384   child[48]    lines 4..10
+// A slot is free when no index byte names it (a stale child word there is garbage).
+#ifndef PMINDEX_RADIX_WOART_NODE48_H_
+#define PMINDEX_RADIX_WOART_NODE48_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "pm/persist.h"
+#include "radix/common/pm_tree_util.h"
+
+namespace pmindex::radix {
+
+struct WoartNode48 {
+  static constexpr unsigned kCapacity = 48;
+  uint64_t header;
+  uint64_t end;
+  uint8_t index[256];
+  uint64_t child[kCapacity];
+
+  uint64_t used_slots() const {
+    uint64_t used = 0;
+    for (unsigned b = 0; b < 256; ++b)
+      if (index[b]) used |= uint64_t{1} << (index[b] - 1);
+    return used;
+  }
+  unsigned count() const { return __builtin_popcountll(used_slots()); }
+  bool full() const { return count() == kCapacity; }
+
+  uint64_t* Find(uint8_t b) {
+    const uint8_t i = index[b];
+    return i ? &child[i - 1] : nullptr;
+  }
+
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (unsigned b = 0; b < 256; ++b)
+      if (index[b]) f(static_cast<uint8_t>(b), child[index[b] - 1]);
+  }
+
+  void BuildAdd(uint8_t b, uint64_t word) {
+    const unsigned p = __builtin_ctzll(~used_slots());
+    child[p] = word;
+    index[b] = static_cast<uint8_t>(p + 1);
+  }
+
+  // Child into a free slot, persisted; then the index byte. 2 fences.
+  void Add(uint8_t b, uint64_t word) {
+    const unsigned p = __builtin_ctzll(~used_slots());
+    child[p] = word;
+    pm::flush(&child[p], 8);
+    pm::fence();
+    std::atomic_ref<uint8_t>(index[b]).store(static_cast<uint8_t>(p + 1),
+                                              std::memory_order_release);
+    pm::persist(&index[b], 1);
+  }
+
+  // Clears the index byte. 1 fence.
+  void Remove(uint8_t b) {
+    std::atomic_ref<uint8_t>(index[b]).store(0, std::memory_order_release);
+    pm::persist(&index[b], 1);
+  }
+};
+static_assert(sizeof(WoartNode48) == 656);
+static_assert(offsetof(WoartNode48, index) == 16);
+static_assert(offsetof(WoartNode48, child) == 272);
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_WOART_NODE48_H_
