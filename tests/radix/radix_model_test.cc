@@ -180,7 +180,7 @@ std::string ParamName(const ::testing::TestParamInfo<RadixModelTest::ParamType>&
 
 INSTANTIATE_TEST_SUITE_P(
     Radix, RadixModelTest,
-    ::testing::Combine(::testing::Values("wort", "woart"),
+    ::testing::Combine(::testing::Values("wort", "woart", "art"),
                        ::testing::Values(KeyShape::kDense, KeyShape::kSparse,
                                          KeyShape::kClustered, KeyShape::kRandomBytes,
                                          KeyShape::kSharedPrefix, KeyShape::kPrefixChains)),
@@ -217,7 +217,7 @@ TEST_P(RadixLimitsTest, KeyAndValueLimits) {
   EXPECT_TRUE(index.verify().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort", "woart"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort", "woart", "art"));
 
 }  // namespace
 }  // namespace pmindex::testing
