@@ -93,7 +93,7 @@ class HybridTree final : public Index {
     if (fresh || root->magic == 0) {
       // A new tree is empty (head 0); an initialization cut short by a crash left no leaf
       // linked, so doing it again is safe. The first leaf is created by the first write.
-      if (pool->read_only()) return Status::InvalidArgument(pool->path() + ": not initialized");
+      // (A read-only pool is mapped copy-on-write: these writes never reach its file.)
       root->head = 0;
       root->kind = kind;
       pm::flush(root, sizeof(*root));
@@ -177,8 +177,11 @@ class HybridTree final : public Index {
 
   Leaf* at(uint64_t off) const { return reinterpret_cast<Leaf*>(base_ + off); }
   uint64_t off(const Leaf* l) const { return static_cast<uint64_t>(reinterpret_cast<const char*>(l) - base_); }
-  static Leaf* prev_of(const Leaf* l) { return reinterpret_cast<Leaf*>(Load(l->prev)); }
-  static void set_prev(Leaf* l, const Leaf* p) { Store(l->prev, reinterpret_cast<uint64_t>(p)); }
+  // The prev hint publishes a leaf built by another thread: release/acquire.
+  static Leaf* prev_of(const Leaf* l) { return reinterpret_cast<Leaf*>(LoadAcquire(l->prev)); }
+  static void set_prev(Leaf* l, const Leaf* p) {
+    StoreRelease(l->prev, reinterpret_cast<uint64_t>(p));
+  }
 
   Status write(Op op, std::string_view key, std::string_view value);
   Status write_locked(Op op, uint64_t k, uint64_t v);
@@ -219,7 +222,8 @@ Status HybridTree<Layout>::write(Op op, std::string_view key, std::string_view v
     return Status::InvalidArgument("value must be 8 bytes");
   }
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
-  if (pool_->read_only()) return Status::NotSupported(pool_->path() + ": opened read-only");
+  // A read-only pool is mapped copy-on-write: writes change this process's view only (the
+  // crash campaign continues a recovered image that way).
   const uint64_t k = IntKey::Decode(key);
   uint64_t v = 0;
   if (op != Op::kRemove) std::memcpy(&v, value.data(), 8);

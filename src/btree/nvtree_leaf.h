@@ -21,7 +21,8 @@
 // Crash argument: entries at index >= count are ignored, and entry i (with its tombstone
 // bit, written in the same step) is durable before count covers it; count is one 8-byte
 // failure-atomic store, so a crash leaves either the old or the new count. Tombstone bits of
-// entries below count are never written again (an entry is appended once).
+// entries below count are never written again (an entry is appended once); bits at or above
+// count may be left over from an append a crash cut short, so every append writes its bit.
 //
 // Thread safety: none of its own (a single-writer design): the tree guards it with a
 // reader-writer lock.
@@ -139,8 +140,11 @@ struct NVTreeLayout {
     const uint64_t j = l->count;
     l->entries[j] = Entry{key, op == Op::kRemove ? 0 : value};
     if (!pm::mutant("nvtree.skip_entry_persist")) pm::flush(&l->entries[j], sizeof(Entry));
-    if (op == Op::kRemove) {
-      l->tombstones |= uint64_t{1} << j;
+    // Bit j may be stale from an append a crash cut short: always write it for this entry.
+    const uint64_t bit = uint64_t{1} << j;
+    const uint64_t tomb = op == Op::kRemove ? l->tombstones | bit : l->tombstones & ~bit;
+    if (tomb != l->tombstones) {
+      l->tombstones = tomb;
       pm::flush(&l->tombstones, 8);
     }
     pm::fence();                  // entry durable before the count covers it
