@@ -407,7 +407,9 @@ void CrashTracker::run_images(uint64_t point, const std::vector<Image>& images,
   if (!options_.fork) {
     for (const Image& image : images) {
       patch(image, false);
+      PersistHook* self = pm::set_hook(nullptr);  // the verifier's own persists are not tracked
       Status s = verifier_(image_path_, point, image.name);
+      pm::set_hook(self);
       patch(image, true);
       ++report_.images;
       if (!s.ok()) {
