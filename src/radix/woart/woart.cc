@@ -144,7 +144,6 @@ Status Woart::upsert(std::string_view key, std::string_view value) {
 Status Woart::Put(std::string_view key, std::string_view value, PutMode mode) {
   if (Status s = CheckKeyValue(key, value); !s.ok()) return s;
   std::unique_lock lock(mu_);
-  if (pool_->read_only()) return Status::NotSupported("woart: pool opened read-only");
   const uint8_t* k = Bytes(key);
   const size_t units = key.size();
   uint64_t* slot = RootSlot(*pool_);
@@ -312,7 +311,6 @@ Status Woart::SplitPrefix(uint64_t* slot, const PrefixHeader& h, uint32_t match,
 Status Woart::remove(std::string_view key) {
   if (!KeyInRange(key)) return Status::NotFound();
   std::unique_lock lock(mu_);
-  if (pool_->read_only()) return Status::NotSupported("woart: pool opened read-only");
   const uint8_t* k = Bytes(key);
   const size_t units = key.size();
   // Per node on the path: the slot that leads to it, its header, and the key byte taken

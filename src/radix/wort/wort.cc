@@ -122,7 +122,6 @@ Status Wort::upsert(std::string_view key, std::string_view value) {
 Status Wort::Put(std::string_view key, std::string_view value, PutMode mode) {
   if (Status s = CheckKeyValue(key, value); !s.ok()) return s;
   std::unique_lock lock(mu_);
-  if (pool_->read_only()) return Status::NotSupported("wort: pool opened read-only");
   const uint8_t* k = Bytes(key);
   const size_t units = Span::units(key.size());
   uint64_t* slot = RootSlot(*pool_);
@@ -245,7 +244,6 @@ Status Wort::SplitPrefix(uint64_t* slot, WortNode* n, const PrefixHeader& h, uin
 Status Wort::remove(std::string_view key) {
   if (!KeyInRange(key)) return Status::NotFound();
   std::unique_lock lock(mu_);
-  if (pool_->read_only()) return Status::NotSupported("wort: pool opened read-only");
   const uint8_t* k = Bytes(key);
   const size_t units = Span::units(key.size());
   // The slots that lead to each node on the path, root first (one node per unit at most).
