@@ -1,0 +1,40 @@
+// Printing an index's pairs for `pmindex dump`: one "key value" line per pair, so a kept
+// pool can be compared with a model by a script.
+//
+// Integer keys print in decimal, values written by the workbench (8-byte native integers) in
+// decimal; other byte strings print as-is when printable, with every other byte escaped as
+// \xHH (space, backslash and non-ASCII included), so a line always has exactly two fields.
+// In auto format, an 8-byte key or value is taken for an integer unless all its bytes are
+// printable; an index without byte-string keys has only integer keys.
+#ifndef PMINDEX_BENCH_DUMP_H_
+#define PMINDEX_BENCH_DUMP_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "pmindex/index.h"
+
+namespace pmindex::bench {
+
+enum class BytesFormat { kAuto, kInt, kString };
+
+// "auto", "int", "string"; false if unknown.
+bool ParseBytesFormat(std::string_view text, BytesFormat* format);
+// Printable form of a key (big-endian integers) or value (native integers).
+std::string FormatKey(std::string_view key, BytesFormat format);
+std::string FormatValue(std::string_view value, BytesFormat format);
+std::string EscapeBytes(std::string_view bytes);
+// The key for --from: all digits (fitting 64 bits) = IntKey, otherwise the bytes with \xHH
+// and \\ escapes decoded. False on a malformed escape.
+bool ParseKeyArgument(std::string_view text, std::string* key);
+
+// Prints up to `count` pairs with key >= from (all when count is 0) in key order; *printed
+// says how many. NotSupported for an unordered index.
+Status DumpIndex(Index& index, std::string_view from, uint64_t count, BytesFormat key_format,
+                 BytesFormat value_format, std::FILE* out, uint64_t* printed);
+
+}  // namespace pmindex::bench
+
+#endif  // PMINDEX_BENCH_DUMP_H_

@@ -1,0 +1,768 @@
+#include "bench/runner.h"
+
+#include <unistd.h>
+
+#include <barrier>
+#include <cstdarg>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "bench/latency.h"
+#include "bench/trace.h"
+#include "pm/persist.h"
+#include "pmindex/index.h"
+
+namespace pmindex::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What one worker thread measured.
+struct ThreadResult {
+  LatencyHistogram histogram;
+  uint64_t ops = 0;
+  uint64_t failed = 0;
+  uint64_t logical_bytes = 0;
+  std::string first_error;  // first unexpected Status (not AlreadyExists/NotFound)
+
+  void error(const Status& s) {
+    if (first_error.empty()) first_error = s.ToString();
+  }
+};
+
+struct PhaseOutcome {
+  double seconds = 0;
+  PersistCounters counters;
+  ThreadResult total;
+  bool interrupted = false;
+};
+
+// Tells workers when to stop early: Ctrl-C or the --seconds cap.
+class StopCheck {
+ public:
+  StopCheck(std::atomic<bool>* stop, double seconds) : stop_(stop), capped_(seconds > 0) {
+    if (capped_) {
+      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(seconds));
+    }
+  }
+  // Cheap enough to call every few hundred operations.
+  bool operator()() const {
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) return true;
+    return capped_ && Clock::now() >= deadline_;
+  }
+  bool interrupted() const { return stop_ != nullptr && stop_->load(); }
+
+ private:
+  std::atomic<bool>* stop_;
+  bool capped_;
+  Clock::time_point deadline_{};
+};
+
+// Runs body(thread, result) on `threads` workers as one measured phase (see runner.h).
+PhaseOutcome RunPhase(int threads, const std::function<void(int, ThreadResult&)>& body,
+                      std::atomic<bool>* stop) {
+  PhaseOutcome out;
+  PersistCounters before;
+  Clock::time_point t0;
+  pm::drain_media();  // the main thread's creation/preload writes belong to no phase
+  auto start_phase = [&]() noexcept {
+    before = pm::counters();
+    t0 = Clock::now();
+  };
+  std::barrier start(threads, start_phase);
+  std::vector<ThreadResult> results(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; t++) {
+    workers.emplace_back([&, t] {
+      pm::drain_media();
+      start.arrive_and_wait();
+      body(t, results[t]);
+      pm::drain_media();
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  const Clock::time_point t1 = Clock::now();
+  out.counters = pm::counters() - before;
+  out.seconds = std::chrono::duration<double>(t1 - t0).count();
+  for (ThreadResult& r : results) {
+    out.total.histogram.merge(r.histogram);
+    out.total.ops += r.ops;
+    out.total.failed += r.failed;
+    out.total.logical_bytes += r.logical_bytes;
+    if (out.total.first_error.empty()) out.total.first_error = r.first_error;
+  }
+  out.interrupted = stop != nullptr && stop->load();
+  return out;
+}
+
+// The live key ids [lo, hi) of one index (see runner.h).
+struct KeySpace {
+  std::atomic<uint64_t> lo{0};
+  std::atomic<uint64_t> hi{0};
+};
+
+struct RunContext {
+  const BenchConfig* config;
+  const KeyCodec* codec;
+  Index* index;
+  KeySpace* space;
+  uint64_t seed;  // per workload
+};
+
+inline void Timed(ThreadResult& r, double ns_per_cycle, uint64_t c0) {
+  r.histogram.add(static_cast<uint64_t>(static_cast<double>(CycleNow() - c0) * ns_per_cycle));
+  r.ops++;
+}
+
+// Inserts ids claimed from space.hi until `end` (load, preload, the insert micro-workload).
+void InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r) {
+  const double nspc = NanosPerCycle();
+  char buf[KeyCodec::kBufferSize];
+  for (uint64_t i = 0;; i++) {
+    if ((i & 255) == 0 && stop()) break;
+    const uint64_t id = ctx.space->hi.fetch_add(1, std::memory_order_relaxed);
+    if (id >= end) {
+      ctx.space->hi.fetch_sub(1, std::memory_order_relaxed);
+      break;
+    }
+    const std::string_view key = ctx.codec->encode(id, buf);
+    const uint64_t c0 = CycleNow();
+    const Status s = ctx.index->insert(key, IntValue(id));
+    Timed(r, nspc, c0);
+    if (!s.ok()) {
+      r.failed++;
+      if (!s.IsAlreadyExists()) r.error(s);
+    } else {
+      r.logical_bytes += key.size() + 8;
+    }
+  }
+}
+
+// One worker of a YCSB mix or micro-workload: `ops` operations.
+void MixWorker(const RunContext& ctx, const Workload& w, int t, int threads, uint64_t ops,
+               uint64_t lo, uint64_t hi, const StopCheck& stop, ThreadResult& r) {
+  const BenchConfig& cfg = *ctx.config;
+  const double nspc = NanosPerCycle();
+  Rng rng(Mix64(ctx.seed ^ (static_cast<uint64_t>(t) << 32)));
+  const uint64_t n = hi > lo ? hi - lo : 1;
+  const Distribution::Kind kind = w.latest ? Distribution::Kind::kLatest : cfg.dist.kind;
+  std::unique_ptr<ScrambledZipfianGenerator> zipf;
+  if (kind == Distribution::Kind::kZipfian) {
+    zipf = std::make_unique<ScrambledZipfianGenerator>(n, cfg.dist.theta);
+  }
+  SkewedLatestGenerator latest(n, w.latest ? 0.99 : cfg.dist.theta);
+  uint64_t cursor = n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
+  auto choose = [&]() -> uint64_t {
+    switch (kind) {
+      case Distribution::Kind::kUniform:
+        return lo + rng.uniform(n);
+      case Distribution::Kind::kZipfian:
+        return lo + zipf->next(rng);
+      case Distribution::Kind::kSequential:
+        return lo + (cursor++ % n);
+      case Distribution::Kind::kLatest: {
+        const uint64_t now_hi = ctx.space->hi.load(std::memory_order_relaxed);
+        return lo + latest.next(rng, now_hi > lo ? now_hi - lo : 1);
+      }
+    }
+    return lo;
+  };
+  const OpMix& m = w.mix;
+  const uint32_t c_read = m.read, c_update = c_read + m.update, c_insert = c_update + m.insert,
+                 c_scan = c_insert + m.scan, c_rmw = c_scan + m.rmw;
+  char buf[KeyCodec::kBufferSize];
+  std::string value;
+  uint64_t scanned = 0;
+  const uint64_t tag = (ctx.seed & 0xffff) << 48 | static_cast<uint64_t>(t) << 40;
+  for (uint64_t i = 0; i < ops; i++) {
+    if ((i & 255) == 0 && stop()) break;
+    const uint32_t dice = static_cast<uint32_t>(rng.uniform(100));
+    if (dice < c_read) {
+      const std::string_view key = ctx.codec->encode(choose(), buf);
+      const uint64_t c0 = CycleNow();
+      const bool found = ctx.index->lookup(key, &value);
+      Timed(r, nspc, c0);
+      if (!found) r.failed++;
+    } else if (dice < c_update) {
+      const std::string_view key = ctx.codec->encode(choose(), buf);
+      const uint64_t c0 = CycleNow();
+      const Status s = ctx.index->update(key, IntValue(tag | i));
+      Timed(r, nspc, c0);
+      if (!s.ok()) {
+        r.failed++;
+        if (!s.IsNotFound()) r.error(s);
+      } else {
+        r.logical_bytes += key.size() + 8;
+      }
+    } else if (dice < c_insert) {
+      const uint64_t id = ctx.space->hi.fetch_add(1, std::memory_order_relaxed);
+      const std::string_view key = ctx.codec->encode(id, buf);
+      const uint64_t c0 = CycleNow();
+      const Status s = ctx.index->insert(key, IntValue(id));
+      Timed(r, nspc, c0);
+      if (!s.ok()) {
+        r.failed++;
+        if (!s.IsAlreadyExists()) r.error(s);
+      } else {
+        r.logical_bytes += key.size() + 8;
+      }
+    } else if (dice < c_scan) {
+      const std::string_view key = ctx.codec->encode(choose(), buf);
+      const uint64_t c0 = CycleNow();
+      const size_t got = ctx.index->scan(key, cfg.scan_length, [&](std::string_view k,
+                                                                   std::string_view v) {
+        scanned += k.size() + v.size();
+        return true;
+      });
+      Timed(r, nspc, c0);
+      if (got == 0) r.failed++;
+    } else if (dice < c_rmw) {
+      const std::string_view key = ctx.codec->encode(choose(), buf);
+      const uint64_t c0 = CycleNow();
+      Status s = Status::NotFound();
+      if (ctx.index->lookup(key, &value)) {
+        s = ctx.index->update(key, IntValue(IntValue::Decode(value) + 1));
+      }
+      Timed(r, nspc, c0);
+      if (!s.ok()) {
+        r.failed++;
+        if (!s.IsNotFound()) r.error(s);
+      } else {
+        r.logical_bytes += key.size() + 8;
+      }
+    } else {
+      const uint64_t id = ctx.space->lo.fetch_add(1, std::memory_order_relaxed);
+      if (id >= hi) {
+        ctx.space->lo.fetch_sub(1, std::memory_order_relaxed);
+        break;  // every key is gone
+      }
+      const std::string_view key = ctx.codec->encode(id, buf);
+      const uint64_t c0 = CycleNow();
+      const Status s = ctx.index->remove(key);
+      Timed(r, nspc, c0);
+      if (!s.ok()) {
+        r.failed++;
+        if (!s.IsNotFound()) r.error(s);
+      } else {
+        r.logical_bytes += key.size();
+      }
+    }
+  }
+  asm volatile("" : : "r"(scanned));
+}
+
+void TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& mine,
+                 const StopCheck& stop, ThreadResult& r) {
+  const double nspc = NanosPerCycle();
+  std::string value;
+  uint64_t scanned = 0;
+  for (size_t i = 0; i < mine.size(); i++) {
+    if ((i & 255) == 0 && stop()) break;
+    const TraceOp& op = trace.ops[mine[i]];
+    const std::string_view key = trace.key(op);
+    const uint64_t c0 = CycleNow();
+    Status s;
+    switch (op.type) {
+      case OpType::kInsert:
+        s = index->insert(key, IntValue(op.line));
+        break;
+      case OpType::kUpdate:
+        s = index->update(key, IntValue(op.line));
+        break;
+      case OpType::kRead:
+        if (!index->lookup(key, &value)) s = Status::NotFound();
+        break;
+      case OpType::kScan:
+        if (index->scan(key, op.scan_count, [&](std::string_view k, std::string_view v) {
+              scanned += k.size() + v.size();
+              return true;
+            }) == 0 &&
+            op.scan_count > 0) {
+          s = Status::NotFound();
+        }
+        break;
+      case OpType::kRemove:
+        s = index->remove(key);
+        break;
+      case OpType::kReadModifyWrite:
+        break;
+    }
+    Timed(r, nspc, c0);
+    if (!s.ok()) {
+      r.failed++;
+      if (!s.IsNotFound() && !s.IsAlreadyExists()) r.error(s);
+    } else if (op.type == OpType::kInsert || op.type == OpType::kUpdate) {
+      r.logical_bytes += key.size() + 8;
+    } else if (op.type == OpType::kRemove) {
+      r.logical_bytes += key.size();
+    }
+  }
+  asm volatile("" : : "r"(scanned));
+}
+
+// Splits a trace among threads by key hash, so every key's operations stay in order in one
+// thread and the final contents do not depend on the thread count.
+std::vector<std::vector<uint32_t>> PartitionTrace(const Trace& trace, int threads) {
+  std::vector<std::vector<uint32_t>> parts(threads);
+  for (size_t i = 0; i < trace.ops.size(); i++) {
+    const size_t t = threads == 1 ? 0 : std::hash<std::string_view>()(trace.key(trace.ops[i])) %
+                                            static_cast<size_t>(threads);
+    parts[t].push_back(static_cast<uint32_t>(i));
+  }
+  return parts;
+}
+
+void FillResult(const PhaseOutcome& ph, BenchResult* r) {
+  r->ops = ph.total.ops;
+  r->failed = ph.total.failed;
+  r->seconds = ph.seconds;
+  r->mops = ph.seconds > 0 ? static_cast<double>(ph.total.ops) / ph.seconds / 1e6 : 0;
+  r->latency.p50 = ph.total.histogram.percentile(0.50);
+  r->latency.p99 = ph.total.histogram.percentile(0.99);
+  r->latency.p999 = ph.total.histogram.percentile(0.999);
+  r->latency.max = ph.total.histogram.max();
+  r->latency.mean = ph.total.histogram.mean();
+  r->counters = ph.counters;
+  const double ops = ph.total.ops > 0 ? static_cast<double>(ph.total.ops) : 1.0;
+  r->per_op_persist_calls = static_cast<double>(ph.counters.persist_calls) / ops;
+  r->per_op_flushes = static_cast<double>(ph.counters.flushes) / ops;
+  r->per_op_fences = static_cast<double>(ph.counters.fences) / ops;
+  r->per_op_media_writes = static_cast<double>(ph.counters.media_writes) / ops;
+  r->logical_bytes = ph.total.logical_bytes;
+  if (ph.total.logical_bytes > 0) {
+    r->write_amplification = static_cast<double>(ph.counters.media_writes) * 256.0 /
+                             static_cast<double>(ph.total.logical_bytes);
+  }
+  if (!ph.total.first_error.empty()) r->note = "first error: " + ph.total.first_error;
+}
+
+void FillMemory(Index* index, uint64_t live_keys, BenchResult* r) {
+  const IndexStats st = index->stats();
+  r->pm_bytes = st.pm_bytes;
+  r->dram_bytes = st.dram_bytes;
+  r->live_keys = st.keys > 0 ? st.keys : live_keys;
+  const double k = r->live_keys > 0 ? static_cast<double>(r->live_keys) : 1.0;
+  r->pm_bytes_per_key = static_cast<double>(st.pm_bytes) / k;
+  r->dram_bytes_per_key = static_cast<double>(st.dram_bytes) / k;
+  if (Pool* pool = index->pool()) r->huge_page_bytes = pool->huge_page_bytes();
+}
+
+// Marks a directory made by a pool-less baseline so --keep-pools may replace it later.
+constexpr const char* kBaselineMarker = "PMINDEX_BASELINE";
+
+// Removes a previous run's kept pool at `path` if it is one of ours; refuses anything else.
+Status ClearKeptPool(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::OK();
+  const bool ours = std::filesystem::is_directory(path, ec)
+                        ? std::filesystem::exists(path + "/" + kBaselineMarker, ec)
+                        : Pool::ReadInfo(path).ok();
+  if (!ours) {
+    return Status::InvalidArgument(path +
+                                   ": exists and is not a pmindex pool; remove it or use "
+                                   "another --pool-dir");
+  }
+  std::filesystem::remove_all(path, ec);
+  if (ec) return Status::IOError(path + ": cannot remove: " + ec.message());
+  return Status::OK();
+}
+
+// Removes a temporary pool (file or baseline directory) when it goes out of scope.
+class PoolPath {
+ public:
+  PoolPath(std::string path, bool keep) : path_(std::move(path)), keep_(keep) {}
+  ~PoolPath() {
+    if (!keep_) {
+      std::error_code ec;
+      std::filesystem::remove_all(path_, ec);
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool keep_;
+};
+
+class Runner {
+ public:
+  Runner(const BenchConfig& config, BenchReport* report) : cfg_(config), report_(report) {}
+  Status Run();
+
+ private:
+  Status RunIndex(const IndexRegistration& reg, int threads);
+  std::string CheckCompatible(const IndexRegistration& reg) const;
+  void Progress(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
+  uint64_t TotalWrites() const;
+  void Finish(const IndexRegistration& reg, BenchResult* r) const;
+  BenchResult NewResult(const std::string& index, const std::string& workload, int threads,
+                        const std::string& dist) const;
+
+  const BenchConfig& cfg_;
+  BenchReport* report_;
+  std::unique_ptr<KeyCodec> codec_;
+  Trace load_trace_, run_trace_;
+  bool tracing_ = false;
+  size_t job_ = 0, jobs_ = 0;
+};
+
+void Runner::Progress(const char* fmt, ...) const {
+  if (!cfg_.progress) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "[bench %zu/%zu] ", job_, jobs_);
+  std::vfprintf(stderr, fmt, ap);
+  std::fputc('\n', stderr);
+  va_end(ap);
+}
+
+uint64_t Runner::TotalWrites() const {
+  if (tracing_) return load_trace_.ops.size() + run_trace_.ops.size();
+  uint64_t total = cfg_.keys;
+  for (const Workload& w : cfg_.workloads) {
+    if (w.kind == Workload::Kind::kMix) {
+      total += cfg_.ops * (w.mix.insert + w.mix.update + w.mix.rmw) / 100;
+    }
+  }
+  return total;
+}
+
+std::string Runner::CheckCompatible(const IndexRegistration& reg) const {
+  const IndexTraits& tr = reg.traits;
+  const size_t key_size = tracing_ ? std::max(load_trace_.max_key_size, run_trace_.max_key_size)
+                                   : codec_->max_size();
+  const bool byte_keys = tracing_ ? (load_trace_.has_byte_keys || run_trace_.has_byte_keys)
+                                  : codec_->type().kind != KeyType::Kind::kInt;
+  if (byte_keys && !tr.byte_keys) return "takes only 8-byte integer keys";
+  if (key_size > tr.max_key_size) {
+    return "keys of up to " + std::to_string(key_size) + " bytes exceed its limit of " +
+           std::to_string(tr.max_key_size);
+  }
+  if (tr.max_value_size < 8) return "values of 8 bytes exceed its limit";
+  return "";
+}
+
+void Runner::Finish(const IndexRegistration& reg, BenchResult* r) const {
+  // Pool-less baselines write their own files, unseen by the persist seam: their media
+  // writes are not measured, so neither is their write amplification.
+  if (!reg.attach) r->write_amplification.reset();
+}
+
+BenchResult Runner::NewResult(const std::string& index, const std::string& workload, int threads,
+                              const std::string& dist) const {
+  BenchResult r;
+  r.index = index;
+  r.workload = workload;
+  r.threads = threads;
+  r.key_type = tracing_ ? "trace" : codec_->type().name();
+  r.distribution = dist;
+  r.mode = PersistModeName(cfg_.mode);
+  r.durability = DurabilityClass(index, cfg_.mode);
+  return r;
+}
+
+Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
+  const std::string& name = reg.traits.name;
+  const bool pool_backed = static_cast<bool>(reg.attach);
+  pm::set_mode(cfg_.mode);
+  pm::set_write_latency_ns(cfg_.write_latency_ns);
+
+  const std::string path = cfg_.pool_dir + "/" +
+                           (cfg_.keep_pools ? name + ".pool"
+                                            : "pmindex-bench-" + std::to_string(getpid()) + "-" +
+                                                  name + ".pool");
+  if (cfg_.keep_pools) {
+    if (Status s = ClearKeptPool(path); !s.ok()) return s;
+  } else {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);  // a stale pool of a crashed run with our pid
+  }
+  PoolPath pool_path(path, cfg_.keep_pools);
+
+  Options options;
+  options.mode = cfg_.mode;
+  options.write_latency_ns = cfg_.write_latency_ns;
+  const size_t key_size = tracing_ ? std::max(load_trace_.max_key_size, run_trace_.max_key_size)
+                                   : codec_->max_size();
+  options.pool_size = cfg_.pool_bytes > 0 ? cfg_.pool_bytes : EstimatePoolBytes(TotalWrites(),
+                                                                                key_size);
+  Result<std::unique_ptr<Index>> made = CreateIndex(name, path, options);
+  if (!made.ok()) {
+    report_->skipped.push_back(name + ": cannot create: " + made.status().ToString());
+    Progress("%s: cannot create: %s", name.c_str(), made.status().ToString().c_str());
+    return Status::OK();
+  }
+  std::unique_ptr<Index> index = std::move(made.value());
+  if (!pool_backed && cfg_.keep_pools) {
+    std::FILE* f = std::fopen((path + "/" + kBaselineMarker).c_str(), "w");
+    if (f != nullptr) std::fclose(f);
+  }
+
+  KeySpace space;
+  StopCheck never(cfg_.stop, 0);
+  size_t first_result = report_->results.size();
+  const std::string dist_name = cfg_.dist.name();
+  const std::string insert_dist =
+      cfg_.dist.kind == Distribution::Kind::kSequential ? "sequential" : "uniform";
+  uint64_t workload_no = 0;
+
+  auto interrupted = [&]() { return cfg_.stop != nullptr && cfg_.stop->load(); };
+
+  if (tracing_) {
+    const Trace* traces[2] = {&load_trace_, &run_trace_};
+    const char* names[2] = {"trace-load", "trace-run"};
+    uint64_t live = 0;
+    for (int i = 0; i < 2; i++) {
+      if (interrupted()) return Status::Busy("interrupted");
+      const Trace& trace = *traces[i];
+      const std::vector<std::vector<uint32_t>> parts = PartitionTrace(trace, threads);
+      Progress("%s: %s (%zu operations, %d thread%s)", name.c_str(), names[i], trace.ops.size(),
+               threads, threads == 1 ? "" : "s");
+      StopCheck stop(cfg_.stop, 0);  // a replay is never cut short
+      Index* idx = index.get();
+      PhaseOutcome ph = RunPhase(
+          threads, [&](int t, ThreadResult& r) { TraceWorker(idx, trace, parts[t], stop, r); },
+          cfg_.stop);
+      BenchResult r = NewResult(name, names[i], threads, "trace");
+      r.keys = live;
+      FillResult(ph, &r);
+      FillMemory(idx, 0, &r);
+      live = r.live_keys;
+      Progress("%s: %s %.3f Mops/s, %.2f s, %llu failed", name.c_str(), names[i], r.mops,
+               r.seconds, static_cast<unsigned long long>(r.failed));
+      Finish(reg, &r);
+        report_->results.push_back(std::move(r));
+      if (ph.interrupted) return Status::Busy("interrupted");
+    }
+  } else {
+    RunContext ctx{&cfg_, codec_.get(), index.get(), &space, 0};
+    auto load = [&](bool measured) -> Status {
+      Progress("%s: %s %llu keys (%d thread%s)", name.c_str(), measured ? "load" : "preload",
+               static_cast<unsigned long long>(cfg_.keys), threads, threads == 1 ? "" : "s");
+      // Never capped by --seconds: every index must hold the same keys for the run phases.
+      StopCheck stop(cfg_.stop, 0);
+      const uint64_t end = space.hi.load() + cfg_.keys;
+      PhaseOutcome ph = RunPhase(
+          threads, [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); }, cfg_.stop);
+      if (ph.interrupted) return Status::Busy("interrupted");
+      if (measured) {
+        BenchResult r = NewResult(name, "load", threads, insert_dist);
+        FillResult(ph, &r);
+        r.keys = space.hi - space.lo;
+        FillMemory(index.get(), space.hi - space.lo, &r);
+        Progress("%s: load %.3f Mops/s, %.2f s", name.c_str(), r.mops, r.seconds);
+        Finish(reg, &r);
+        report_->results.push_back(std::move(r));
+      } else if (!ph.total.first_error.empty()) {
+        report_->skipped.push_back(name + ": preload failed: " + ph.total.first_error);
+      }
+      return Status::OK();
+    };
+    bool loaded = false;
+    for (const Workload& w : cfg_.workloads) {
+      workload_no++;
+      if (interrupted()) return Status::Busy("interrupted");
+      if (w.kind == Workload::Kind::kLoad) {
+        if (Status s = load(true); !s.ok()) return s;
+        loaded = true;
+        continue;
+      }
+      if (!loaded) {
+        if (Status s = load(false); !s.ok()) return s;
+        loaded = true;
+      }
+      if (w.kind == Workload::Kind::kRecover) {
+        BenchResult r = NewResult(name, "recover", threads, dist_name);
+        r.keys = space.hi - space.lo;
+        if (!pool_backed) {
+          r.note = "not applicable: no pool to reopen";
+          FillMemory(index.get(), r.keys, &r);
+          Finish(reg, &r);
+        report_->results.push_back(std::move(r));
+          continue;
+        }
+        Progress("%s: recover (close and reopen %s)", name.c_str(), path.c_str());
+        if (Status s = index->close(); !s.ok()) {
+          r.note = "close failed: " + s.ToString();
+        }
+        index.reset();
+        pm::drain_media();
+        const PersistCounters before = pm::counters();
+        const Clock::time_point t0 = Clock::now();
+        Result<std::unique_ptr<Index>> reopened = OpenIndex(path, options, name);
+        const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        pm::drain_media();
+        r.counters = pm::counters() - before;
+        if (!reopened.ok()) {
+          report_->skipped.push_back(name + ": recovery failed: " + reopened.status().ToString());
+          report_->verify_failed = true;
+          return Status::OK();
+        }
+        index = std::move(reopened.value());
+        ctx.index = index.get();
+        r.seconds = secs;
+        r.recovery_seconds = secs;
+        FillMemory(index.get(), r.keys, &r);
+        if (r.live_keys != r.keys) {
+          r.note = "index reports " + std::to_string(r.live_keys) + " keys after recovery, " +
+                   std::to_string(r.keys) + " expected";
+        }
+        Progress("%s: recovered in %.3f s", name.c_str(), secs);
+        Finish(reg, &r);
+        report_->results.push_back(std::move(r));
+        continue;
+      }
+      if ((w.mix.scan > 0) && !reg.traits.ordered) {
+        report_->skipped.push_back(name + ": workload " + w.name + ": unordered index, no scans");
+        continue;
+      }
+      const uint64_t lo = space.lo.load(), hi = space.hi.load();
+      if (hi <= lo && w.mix.insert < 100) {
+        report_->skipped.push_back(name + ": workload " + w.name + ": no keys left");
+        continue;
+      }
+      ctx.seed = Mix64(cfg_.seed ^ Mix64(workload_no));
+      const std::string dist = w.latest                 ? std::string("latest")
+                               : w.mix.insert == 100    ? insert_dist
+                               : w.mix.remove == 100    ? insert_dist
+                                                        : dist_name;
+      Progress("%s: workload %s, %llu ops on %llu keys (%d thread%s, %s)", name.c_str(),
+               w.name.c_str(), static_cast<unsigned long long>(cfg_.ops),
+               static_cast<unsigned long long>(hi - lo), threads, threads == 1 ? "" : "s",
+               dist.c_str());
+      StopCheck stop(cfg_.stop, cfg_.seconds);
+      PhaseOutcome ph;
+      if (w.mix.insert == 100) {
+        const uint64_t end = hi + cfg_.ops;
+        ph = RunPhase(threads, [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); },
+                      cfg_.stop);
+      } else {
+        ph = RunPhase(
+            threads,
+            [&](int t, ThreadResult& r) {
+              const uint64_t mine = cfg_.ops / threads + (static_cast<uint64_t>(t) <
+                                                          cfg_.ops % threads);
+              MixWorker(ctx, w, t, threads, mine, lo, hi, stop, r);
+            },
+            cfg_.stop);
+      }
+      BenchResult r = NewResult(name, w.name, threads, dist);
+      r.keys = hi - lo;
+      FillResult(ph, &r);
+      FillMemory(index.get(), space.hi - space.lo, &r);
+      Progress("%s: workload %s %.3f Mops/s, %.2f s", name.c_str(), w.name.c_str(), r.mops,
+               r.seconds);
+      Finish(reg, &r);
+        report_->results.push_back(std::move(r));
+      if (ph.interrupted) return Status::Busy("interrupted");
+    }
+  }
+
+  if (cfg_.inspect && index != nullptr) cfg_.inspect(*index);
+  if (cfg_.verify && index != nullptr && report_->results.size() > first_result) {
+    Progress("%s: verify", name.c_str());
+    if (Status s = index->verify(); !s.ok()) {
+      BenchResult& last = report_->results.back();
+      last.note += (last.note.empty() ? "" : "; ") + std::string("verify: ") + s.ToString();
+      report_->verify_failed = true;
+    }
+  }
+  if (Status s = index->close(); !s.ok()) {
+    report_->skipped.push_back(name + ": close failed: " + s.ToString());
+  }
+  index.reset();
+  return Status::OK();
+}
+
+Status Runner::Run() {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(cfg_.pool_dir, ec)) {
+    return Status::InvalidArgument(cfg_.pool_dir + ": pool directory does not exist");
+  }
+  report_->environment = DetectEnvironment(cfg_.pool_dir, cfg_.mode, cfg_.seed);
+  tracing_ = !cfg_.trace_load.empty() || !cfg_.trace_run.empty();
+  if (tracing_) {
+    if (Status s = ParseTrace(cfg_.trace_load, 0, &load_trace_); !s.ok()) return s;
+    if (Status s = ParseTrace(cfg_.trace_run, load_trace_.lines, &run_trace_); !s.ok()) return s;
+  } else {
+    codec_ = std::make_unique<KeyCodec>(cfg_.key_type,
+                                        cfg_.dist.kind != Distribution::Kind::kSequential);
+    uint64_t needed = cfg_.keys;
+    for (const Workload& w : cfg_.workloads) {
+      if (w.kind == Workload::Kind::kMix) needed += cfg_.ops * w.mix.insert / 100;
+    }
+    if (needed > codec_->capacity()) {
+      return Status::InvalidArgument("key type " + cfg_.key_type.name() + " holds only " +
+                                     std::to_string(codec_->capacity()) + " distinct keys, " +
+                                     std::to_string(needed) + " needed");
+    }
+  }
+  std::vector<const IndexRegistration*> regs;
+  for (const std::string& name : cfg_.indexes) {
+    const IndexRegistration* reg = FindIndex(name);
+    if (reg == nullptr) return Status::InvalidArgument("unknown index '" + name + "'");
+    if (std::string why = CheckCompatible(*reg); !why.empty()) {
+      report_->skipped.push_back(name + ": " + why);
+      continue;
+    }
+    regs.push_back(reg);
+  }
+  jobs_ = regs.size() * cfg_.threads.size();
+  bool huge = false;
+  for (int threads : cfg_.threads) {
+    for (const IndexRegistration* reg : regs) {
+      job_++;
+      if (Status s = RunIndex(*reg, threads); !s.ok()) return s;
+    }
+  }
+  for (const BenchResult& r : report_->results) huge |= r.huge_page_bytes > 0;
+  report_->environment.huge_pages =
+      huge ? "yes (some pool mappings used 2 MiB pages)" : "no (4 KiB pages)";
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string DurabilityClass(std::string_view index, PersistMode mode) {
+  const IndexRegistration* reg = FindIndex(index);
+  if (reg == nullptr) return "unknown";
+  if (!reg->attach) {  // pool-less baseline: it states its own settings
+    if (!reg->traits.durability.empty()) return reg->traits.durability;
+    return reg->traits.persistent ? "persistent" : "volatile";
+  }
+  if (!reg->traits.persistent) return "volatile";
+  switch (mode) {
+    case PersistMode::kAdr:
+      return "survives power loss (ADR)";
+    case PersistMode::kEadr:
+      return "survives process crash; power loss on eADR";
+    case PersistMode::kAsync:
+      return "survives process crash; power loss on eADR (async flush)";
+    case PersistMode::kAdaptive:
+      return "survives process crash; power loss on eADR (adaptive flush)";
+    case PersistMode::kVolatile:
+      return "none (volatile mode: no flush, no ordering)";
+  }
+  return "unknown";
+}
+
+uint64_t EstimatePoolBytes(uint64_t keys, size_t key_size) {
+  constexpr uint64_t kMin = 64ull << 20;
+  const uint64_t per_key = 384 + 4 * (key_size + 8);
+  const uint64_t bytes = kMin + keys * per_key;
+  constexpr uint64_t k2M = 2ull << 20;
+  return (bytes + k2M - 1) / k2M * k2M;
+}
+
+Status RunBench(const BenchConfig& config, BenchReport* report) {
+  Runner runner(config, report);
+  return runner.Run();
+}
+
+}  // namespace pmindex::bench

@@ -1,0 +1,118 @@
+// The workbench runner: runs workloads on indexes by registry name and measures them.
+//
+// For each thread count and each index (by name, through the registry; the runner never
+// names a concrete index) it creates the index (a fresh pool in pool_dir for pool-backed
+// indexes), runs the workloads in order on that one index, YCSB style (load once, then run),
+// and records one BenchResult per workload. Workloads that need keys and come before `load`
+// get an unmeasured preload of `keys` keys.
+//
+// Key ids: the live keys are always the ids [lo, hi): inserts take ids from hi upwards,
+// removes take them from lo upwards, reads/updates/scans draw ids in [lo, hi) from the
+// distribution, so no bookkeeping of live keys is needed and every index sees the same
+// stream for a given seed and thread count.
+//
+// Measured phase: every worker calls pm::drain_media() before the start barrier and after
+// its last operation, and per-op counts are deltas of pm::counters() around the phase, so
+// the preload is never counted and buffered XPLines are charged to the phase that wrote them.
+//
+// Thread safety: RunBench is not reentrant (it sets the process-wide persistence mode).
+#ifndef PMINDEX_BENCH_RUNNER_H_
+#define PMINDEX_BENCH_RUNNER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/environment.h"
+#include "bench/generators.h"
+#include "bench/keys.h"
+#include "bench/workloads.h"
+#include "pmindex/index.h"
+#include "pmindex/options.h"
+#include "pmindex/stats.h"
+#include "pmindex/status.h"
+
+namespace pmindex::bench {
+
+struct BenchConfig {
+  std::vector<std::string> indexes;  // registry names
+  std::vector<Workload> workloads;
+  uint64_t keys = 200000;
+  uint64_t ops = 200000;
+  std::vector<int> threads = {1};
+  KeyType key_type;
+  Distribution dist;
+  uint32_t scan_length = 100;
+  PersistMode mode = PersistMode::kAdr;
+  uint32_t write_latency_ns = 0;
+  std::string pool_dir;
+  uint64_t pool_bytes = 0;  // 0: estimated from keys and ops
+  double seconds = 0;       // cap per measured phase; 0 = none
+  uint64_t seed = 1;
+  bool keep_pools = false;
+  std::string trace_load, trace_run;  // both set: replay traces instead of workloads
+  bool verify = true;                 // Index::verify() after each index's last workload
+  bool progress = true;               // progress lines on stderr
+  // Set (e.g. by a SIGINT handler) to stop: the runner finishes the current operation,
+  // removes temporary pools and returns Status::Busy("interrupted").
+  std::atomic<bool>* stop = nullptr;
+  // Called with each index after its last workload, before it is verified and closed (tests
+  // use it to compare contents with a model).
+  std::function<void(Index& index)> inspect;
+};
+
+struct LatencySummary {
+  uint64_t p50 = 0, p99 = 0, p999 = 0, max = 0;
+  double mean = 0;
+};
+
+struct BenchResult {
+  std::string index;
+  std::string workload;
+  int threads = 1;
+  std::string key_type;
+  std::string distribution;
+  uint64_t keys = 0;     // live keys when the workload started (load: keys inserted)
+  uint64_t ops = 0;      // operations done
+  uint64_t failed = 0;   // lookups that missed, conditional writes refused
+  double seconds = 0;
+  double mops = 0;
+  LatencySummary latency;
+  PersistCounters counters;  // measured phase only
+  double per_op_persist_calls = 0, per_op_flushes = 0, per_op_fences = 0,
+         per_op_media_writes = 0;
+  std::optional<double> write_amplification;  // media bytes / logical bytes; none if no writes
+  uint64_t logical_bytes = 0;
+  uint64_t pm_bytes = 0, dram_bytes = 0, live_keys = 0;
+  double pm_bytes_per_key = 0, dram_bytes_per_key = 0;
+  std::optional<double> recovery_seconds;
+  std::string durability;
+  std::string mode;
+  uint64_t huge_page_bytes = 0;  // of the pool's mapping; 0 for pool-less indexes
+  std::string note;              // e.g. "verify: Corruption: ..."
+};
+
+struct BenchReport {
+  Environment environment;
+  std::vector<BenchResult> results;
+  std::vector<std::string> skipped;  // "<index>: <reason>"
+  bool verify_failed = false;
+};
+
+// Runs the configured benchmark; results accumulate in *report as they are produced.
+// Errors: InvalidArgument (unknown index, bad trace, no usable index), IOError (pool dir),
+// Busy("interrupted") when *config.stop was set, and any index error that ends a run.
+Status RunBench(const BenchConfig& config, BenchReport* report);
+
+// The durability class shown for an index in a persistence mode.
+std::string DurabilityClass(std::string_view index, PersistMode mode);
+
+// Pool bytes the runner gives an index for `keys` live keys of up to `key_size` bytes.
+uint64_t EstimatePoolBytes(uint64_t keys, size_t key_size);
+
+}  // namespace pmindex::bench
+
+#endif  // PMINDEX_BENCH_RUNNER_H_
