@@ -275,6 +275,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
+    Layout::Prefetch(leaf);
     const uint64_t lv = LoadAcquire(leaf->version);
     if (lv & version::kObsolete) continue;
     if (!InnerTree::validate(parent, pv)) continue;
@@ -289,6 +290,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t*
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
+    Layout::Prefetch(leaf);
     if (!version::ReadBegin(&leaf->version, kReadersWait, v)) continue;
     if (!InnerTree::validate(parent, pv)) continue;
     return leaf;
@@ -330,6 +332,7 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
     }
     if (next == 0) return emitted;
     leaf = at(next);
+    Layout::Prefetch(leaf);
     if (!version::ReadBegin(&leaf->version, kReadersWait, &v)) {
       cursor = std::max(cursor, Load(leaf->low_key));
       leaf = locate_for_read(cursor, &v);

@@ -191,6 +191,14 @@ struct RNTreeLayout {
     pm::flush(l->log, n * sizeof(Entry));                           // caller fences
   }
 
+  // Slot lines and the log lines the binary search probes, requested together.
+  static void Prefetch(const Leaf* l) {
+    const char* p = reinterpret_cast<const char*>(l);
+    for (size_t off = 64; off < offsetof(Leaf, log) + kCapacity * sizeof(Entry); off += 64) {
+      __builtin_prefetch(p + off);
+    }
+  }
+
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
     RNSlotLine v;
     ReaderView(l, &v);

@@ -1,9 +1,10 @@
-// A rough single-thread timing of the hybrid B+trees (adr mode), until `pmindex bench`
+// A rough single-thread timing (thread CPU time) of the hybrid B+trees (adr mode), until `pmindex bench`
 // measures them properly. Labelled long; prints figures, asserts nothing about speed.
-//   PMINDEX_BTREE_TIMING_KEYS=<n> sets the preload (default 1,000,000).
+//   PMINDEX_BTREE_TIMING_KEYS=<n> sets the preload (default 1,000,000);
+//   PMINDEX_BTREE_TIMING_TREES=a,b picks trees (default all).
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -15,9 +16,13 @@
 namespace pmindex::testing {
 namespace {
 
-double Seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// CPU time of this thread: the machine is shared, and wall time counts other processes.
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+double Seconds(double t0) { return Now() - t0; }
 
 TEST(BTreeTiming, SingleThread) {
   uint64_t n = 1000000;
@@ -25,7 +30,10 @@ TEST(BTreeTiming, SingleThread) {
   const uint64_t ops = 200000;
   std::printf("%-10s %12s %8s %12s %12s %8s\n", "tree", "insert/s", "fences", "lookup/s",
               "scan100/s", "leaves");
+  std::string only;
+  if (const char* e = std::getenv("PMINDEX_BTREE_TIMING_TREES")) only = std::string(",") + e + ",";
   for (const std::string& name : BTreeNames()) {
+    if (!only.empty() && only.find("," + name + ",") == std::string::npos) continue;
     TempDir dir;
     auto idx = CreateIndex(name, dir.file("pool"), BTreeOptions(2ull << 30));
     ASSERT_TRUE(idx.ok()) << idx.status().ToString();
@@ -37,19 +45,19 @@ TEST(BTreeTiming, SingleThread) {
     std::vector<uint64_t> fresh(ops);
     for (auto& k : fresh) k = rng();
     const PersistCounters c0 = pm::thread_counters();
-    auto t0 = std::chrono::steady_clock::now();
+    double t0 = Now();
     for (uint64_t i = 0; i < ops; ++i) (void)index.insert(IntKey(fresh[i]), IntValue(i));
     const double ins = ops / Seconds(t0);
     const double fences = static_cast<double>((pm::thread_counters() - c0).fences) / ops;
     std::string v;
     uint64_t found = 0;
-    t0 = std::chrono::steady_clock::now();
+    t0 = Now();
     for (uint64_t i = 0; i < 1000000; ++i) found += index.lookup(IntKey(keys[rng() % n]), &v);
     const double look = 1000000 / Seconds(t0);
     EXPECT_EQ(found, 1000000u);
     const uint64_t scans = 100000;
     uint64_t sum = 0;
-    t0 = std::chrono::steady_clock::now();
+    t0 = Now();
     for (uint64_t i = 0; i < scans; ++i) {
       index.scan(IntKey(rng()), 100, [&](std::string_view k, std::string_view) {
         sum += static_cast<unsigned char>(k[7]);
