@@ -7,7 +7,12 @@
 //   8       8     end          line 0
 //   16      256   index[256]   lines 0..4: slot + 1 of key b's child, 0 = absent
 //   272     384   child[48]    lines 4..10
-// A slot is free when no index byte names it (a stale child word there is garbage).
+// Free-slot hint: a slot whose child word is 0 is free. Remove clears the index byte (the
+// commit, persisted) and only then zeroes the child word, without a fence of its own; a crash
+// before that zero is durable leaves a nonzero word no index byte names, which merely keeps
+// that slot from being reused (the node grows one insert earlier). The reverse state, an
+// index byte naming a zero word, cannot arise, because a slot is named only after its child
+// word is persisted, and zeroed only after it is no longer named.
 #ifndef PMINDEX_RADIX_WOART_NODE48_H_
 #define PMINDEX_RADIX_WOART_NODE48_H_
 
@@ -34,7 +39,13 @@ struct WoartNode48 {
     return used;
   }
   unsigned count() const { return __builtin_popcountll(used_slots()); }
-  bool full() const { return count() == kCapacity; }
+  // First slot with a zero child word, or kCapacity.
+  unsigned free_slot() const {
+    for (unsigned p = 0; p < kCapacity; ++p)
+      if (child[p] == 0) return p;
+    return kCapacity;
+  }
+  bool full() const { return free_slot() == kCapacity; }
 
   uint64_t* Find(uint8_t b) {
     const uint8_t i = index[b];
@@ -48,14 +59,14 @@ struct WoartNode48 {
   }
 
   void BuildAdd(uint8_t b, uint64_t word) {
-    const unsigned p = __builtin_ctzll(~used_slots());
+    const unsigned p = free_slot();
     child[p] = word;
     index[b] = static_cast<uint8_t>(p + 1);
   }
 
   // Child into a free slot, persisted; then the index byte. 2 fences.
   void Add(uint8_t b, uint64_t word) {
-    const unsigned p = __builtin_ctzll(~used_slots());
+    const unsigned p = free_slot();
     child[p] = word;
     pm::flush(&child[p], 8);
     pm::fence();
@@ -64,10 +75,14 @@ struct WoartNode48 {
     pm::persist(&index[b], 1);
   }
 
-  // Clears the index byte. 1 fence.
+  // Clears the index byte (1 fence), then frees the slot's child word (no fence: the next
+  // fence of any operation orders it; if it is lost the slot just stays unused).
   void Remove(uint8_t b) {
+    const unsigned p = index[b] - 1;
     std::atomic_ref<uint8_t>(index[b]).store(0, std::memory_order_release);
     pm::persist(&index[b], 1);
+    StoreWord(&child[p], 0);
+    pm::flush(&child[p], 8);
   }
 };
 static_assert(sizeof(WoartNode48) == 656);
