@@ -38,15 +38,16 @@ Options KillPoolOptions(const CampaignOptions& o) {
   return opts;
 }
 
-std::vector<Op> ThreadOps(const CampaignOptions& o, const IndexTraits& traits, uint32_t cycle,
-                          uint32_t thread) {
-  OpGenerator gen(traits, Mix64(o.seed ^ (uint64_t{cycle} << 20)), std::max<uint64_t>(16, o.ops / 2),
-                  thread, o.threads);
-  std::vector<Op> ops;
-  ops.reserve(o.ops);
-  for (uint64_t i = 0; i < o.ops; ++i) ops.push_back(gen.next());
-  return ops;
+// The ops of one thread in one cycle: the child draws them until it is killed, the parent
+// draws the same ones again to learn what was acknowledged.
+OpGenerator ThreadGenerator(const CampaignOptions& o, const IndexTraits& traits, uint32_t cycle,
+                            uint32_t thread) {
+  return OpGenerator(traits, Mix64(o.seed ^ (uint64_t{cycle} << 20)),
+                     std::max<uint64_t>(16, o.ops / 2), thread, o.threads);
 }
+
+// A bound on one thread's ops per cycle, in case the kill comes late.
+constexpr uint64_t kMaxOpsPerCycle = 1 << 22;
 
 }  // namespace
 
@@ -82,11 +83,7 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
   Model model;  // what the pool holds after the last checked recovery
 
   for (uint32_t cycle = 1; cycle <= o.cycles; ++cycle) {
-    std::vector<std::vector<Op>> ops(threads);
-    for (uint32_t t = 0; t < threads; ++t) {
-      ops[t] = ThreadOps(o, reg->traits, cycle, t);
-      new (&slots[t]) ThreadSlot{};
-    }
+    for (uint32_t t = 0; t < threads; ++t) new (&slots[t]) ThreadSlot{};
     const pid_t pid = ::fork();
     if (pid < 0) {
       res.error = Status::IOError("fork failed");
@@ -99,8 +96,9 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
       std::vector<std::thread> workers;
       for (uint32_t t = 0; t < threads; ++t) {
         workers.emplace_back([&, t] {
-          for (uint64_t i = 0; i < ops[t].size(); ++i) {
-            const Op& op = ops[t][i];
+          OpGenerator gen = ThreadGenerator(o, reg->traits, cycle, t);
+          for (uint64_t i = 0; i < kMaxOpsPerCycle; ++i) {
+            const Op op = gen.next();
             slots[t].pending.store(i + 1, std::memory_order_seq_cst);
             switch (op.kind) {
               case OpKind::kInsert:
@@ -151,18 +149,22 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
 
     // Expected state: acknowledged ops applied; each thread's pending op may be applied.
     Model before = model;
+    std::vector<Op> pending_ops;
+    pending_ops.reserve(threads);
     std::vector<const Op*> inflight;
     std::string interrupted;
     for (uint32_t t = 0; t < threads; ++t) {
       const uint64_t acked = slots[t].acked.load();
       const uint64_t pending = slots[t].pending.load();
-      for (uint64_t i = 0; i < acked; ++i) ApplyToModel(before, ops[t][i]);
+      OpGenerator gen = ThreadGenerator(o, reg->traits, cycle, t);
+      for (uint64_t i = 0; i < acked; ++i) ApplyToModel(before, gen.next());
       res.ops += acked;
       if (pending > acked) {
-        inflight.push_back(&ops[t][pending - 1]);
+        pending_ops.push_back(gen.next());
+        inflight.push_back(&pending_ops.back());
         interrupted += (interrupted.empty() ? "" : "; ") + std::string("thread ") +
                        std::to_string(t) + " op " + std::to_string(pending - 1) + ": " +
-                       DescribeOp(ops[t][pending - 1], int_keys);
+                       DescribeOp(pending_ops.back(), int_keys);
       }
     }
     if (interrupted.empty()) interrupted = "none (between operations)";
