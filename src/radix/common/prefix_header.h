@@ -3,11 +3,12 @@
 // failure-atomic 8-byte store (Lee et al., WORT, FAST 2017).
 //
 //   word bits   field        meaning
-//   0..15       depth        units (nibbles for WORT, bytes for WOART) of the key consumed
+//   0..11       depth        units (nibbles for WORT, bytes for WOART) of the key consumed
 //                            above this node, i.e. the unit position of its first prefix unit
-//   16..31      prefix_len   units in the compressed prefix (may exceed kStoredPrefix; the
+//   12..23      prefix_len   units in the compressed prefix (may exceed kStoredPrefix; the
 //                            rest is read from any leaf below the node)
-//   32..63      prefix[4]    the first min(prefix_len, 4) prefix units, one unit per byte
+//   24..63      prefix[5]    the first min(prefix_len, 5) prefix units, one unit per byte
+// 12 bits hold every unit position of a kMaxKeySize key (2048 nibbles).
 //
 // The node's discriminating position is depth + prefix_len: its children are chosen by the
 // key unit there, and a key whose unit count equals it sits in the node's end slot.
@@ -16,7 +17,7 @@
 // its header. A crash between the two leaves a header whose depth is smaller than the depth
 // at which traversal reaches the node. The discriminating position never changes in a split,
 // so the correct header is depth' = reached depth, prefix_len' = depth + prefix_len - depth',
-// prefix' = units [depth', depth' + 4) of any leaf key below the node (Repaired()).
+// prefix' = units [depth', depth' + 5) of any leaf key below the node (Repaired()).
 #ifndef PMINDEX_RADIX_COMMON_PREFIX_HEADER_H_
 #define PMINDEX_RADIX_COMMON_PREFIX_HEADER_H_
 
@@ -28,7 +29,8 @@
 
 namespace pmindex::radix {
 
-inline constexpr unsigned kStoredPrefix = 4;
+inline constexpr unsigned kStoredPrefix = 5;
+static_assert(2 * kMaxKeySize < 4096, "unit positions must fit 12 bits");
 
 struct PrefixHeader {
   uint32_t depth = 0;
@@ -40,14 +42,14 @@ struct PrefixHeader {
 
   static PrefixHeader Decode(uint64_t w) {
     PrefixHeader h;
-    h.depth = static_cast<uint32_t>(w & 0xFFFF);
-    h.prefix_len = static_cast<uint32_t>((w >> 16) & 0xFFFF);
-    for (unsigned i = 0; i < kStoredPrefix; ++i) h.prefix[i] = static_cast<uint8_t>(w >> (32 + 8 * i));
+    h.depth = static_cast<uint32_t>(w & 0xFFF);
+    h.prefix_len = static_cast<uint32_t>((w >> 12) & 0xFFF);
+    for (unsigned i = 0; i < kStoredPrefix; ++i) h.prefix[i] = static_cast<uint8_t>(w >> (24 + 8 * i));
     return h;
   }
   uint64_t Encode() const {
-    uint64_t w = (depth & 0xFFFF) | (uint64_t{prefix_len & 0xFFFF} << 16);
-    for (unsigned i = 0; i < stored(); ++i) w |= uint64_t{prefix[i]} << (32 + 8 * i);
+    uint64_t w = (depth & 0xFFF) | (uint64_t{prefix_len & 0xFFF} << 12);
+    for (unsigned i = 0; i < stored(); ++i) w |= uint64_t{prefix[i]} << (24 + 8 * i);
     return w;
   }
 

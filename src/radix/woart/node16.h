@@ -37,6 +37,11 @@ struct WoartNode16 {
     return m ? &child[__builtin_ctz(m)] : nullptr;
   }
 
+  uint64_t Any() const {
+    const uint64_t bm = LoadWord(&bitmap);
+    return bm ? child[__builtin_ctzll(bm)] : 0;
+  }
+
   template <typename F>
   void ForEach(F&& f) const {
     uint64_t bm = LoadWord(&bitmap);

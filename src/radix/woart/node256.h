@@ -30,6 +30,12 @@ struct WoartNode256 {
 
   uint64_t* Find(uint8_t b) { return child[b] ? &child[b] : nullptr; }
 
+  uint64_t Any() const {
+    for (unsigned b = 0; b < 256; ++b)
+      if (child[b]) return child[b];
+    return 0;
+  }
+
   template <typename F>
   void ForEach(F&& f) const {
     for (unsigned b = 0; b < 256; ++b)

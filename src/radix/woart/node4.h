@@ -47,6 +47,12 @@ struct WoartNode4 {
   }
 
   // Calls f(key, child word) in key order.
+  // Some child word (0 if none), for reading a key below the node.
+  uint64_t Any() const {
+    const uint64_t s = LoadWord(&slots);
+    return Count(s) ? child[IndexAt(s, 0)] : 0;
+  }
+
   template <typename F>
   void ForEach(F&& f) const {
     const uint64_t s = LoadWord(&slots);

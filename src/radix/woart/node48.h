@@ -52,6 +52,12 @@ struct WoartNode48 {
     return i ? &child[i - 1] : nullptr;
   }
 
+  uint64_t Any() const {
+    for (unsigned b = 0; b < 256; ++b)
+      if (index[b]) return child[index[b] - 1];
+    return 0;
+  }
+
   template <typename F>
   void ForEach(F&& f) const {
     for (unsigned b = 0; b < 256; ++b)

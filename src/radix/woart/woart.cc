@@ -55,7 +55,7 @@ IndexRegistration Woart::Registration() {
   r.attach = [](std::unique_ptr<Pool> pool, bool) -> Result<std::unique_ptr<Index>> {
     return std::unique_ptr<Index>(new Woart(std::move(pool)));
   };
-  r.params = "woart span=8 prefix=4";
+  r.params = "woart span=8 prefix=5";
   return r;
 }
 
@@ -72,13 +72,7 @@ unsigned Woart::ChildCount(uint64_t w) const {
 const PmLeaf* Woart::AnyLeaf(uint64_t w) const {
   while (!IsLeafChild(w)) {
     uint64_t next = base(w)->end;
-    if (next == 0) {
-      DispatchNode(*pool_, w, [&next](auto* n) {
-        n->ForEach([&next](uint8_t, uint64_t c) {
-          if (next == 0) next = c;
-        });
-      });
-    }
+    if (next == 0) next = DispatchNode(*pool_, w, [](auto* n) { return n->Any(); });
     if (next == 0) return nullptr;
     w = next;
   }

@@ -8,7 +8,7 @@
 //  - Node256: the 8-byte child word.
 // Growing or shrinking builds and persists the new node, then swaps the parent's child word
 // (the node type travels in the word's tag, so type and content change together). Path
-// compression as in WORT: the 8-byte header holds depth, prefix length and 4 prefix bytes;
+// compression as in WORT: the 8-byte header holds depth, prefix length and 5 prefix bytes;
 // a split commits by swapping the grandparent's word, then rewrites the old header; a crash
 // in between is repaired lazily by traversal (PrefixHeader::Repaired). Each node has an end
 // word for the key that ends at it, so keys may be prefixes of other keys.

@@ -48,7 +48,7 @@ IndexRegistration Wort::Registration() {
   r.attach = [](std::unique_ptr<Pool> pool, bool) -> Result<std::unique_ptr<Index>> {
     return std::unique_ptr<Index>(new Wort(std::move(pool)));
   };
-  r.params = "wort span=4 prefix=4";
+  r.params = "wort span=4 prefix=5";
   return r;
 }
 

@@ -3,7 +3,7 @@
 // A radix tree with a 4-bit span: every inner node (WortNode) has 16 child words plus an end
 // word for the key that ends at the node (keys may be prefixes of other keys). Leaves are
 // separate pool blocks (PmLeaf) reached through tagged child words (lazy expansion); common
-// key runs are path-compressed into the node's 8-byte header (depth, prefix length, first 4
+// key runs are path-compressed into the node's 8-byte header (depth, prefix length, first 5
 // prefix nibbles; the rest is read from a leaf below).
 //
 // Crash argument (every change commits with one 8-byte failure-atomic store):

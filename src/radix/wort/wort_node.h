@@ -1,7 +1,7 @@
 // WortNode: the only inner node of WORT, 16 children (4-bit span).
 //
 //   offset  size  field        cache line (node blocks are 64-byte aligned, 192-byte class)
-//   0       8     header       line 0   PrefixHeader word: depth, prefix_len, prefix[4]
+//   0       8     header       line 0   PrefixHeader word: depth, prefix_len, prefix[5]
 //   8       8     end          line 0   leaf of the key that ends at this node's position
 //   16      128   child[16]    line 0: child[0..5], line 1: child[6..13], line 2: child[14..15]
 //
