@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/test_util.h"
@@ -41,6 +42,24 @@ TEST_P(RadixCrashTest, KillCampaignPasses) {
   o.threads = 2;
   crashtest::CampaignResult r = crashtest::RunKillCampaign(o);
   EXPECT_TRUE(r.passed()) << crashtest::FormatResult(r);
+}
+
+// The acceptance run (LABELS long via radix_crash_long_test): crash at every fence of a
+// 2,000-operation workload, and 50 SIGKILL cycles.
+TEST_P(RadixCrashTest, FullCampaign) {
+  if (std::getenv("PMINDEX_RADIX_FULL_CAMPAIGN") == nullptr) GTEST_SKIP() << "long test";
+  crashtest::CampaignOptions o = Base(GetParam(), 21);
+  o.ops = 2000;
+  o.points = 0;
+  o.images = 4;
+  crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
+  std::printf("%s\n", crashtest::FormatResult(r).c_str());
+  EXPECT_TRUE(r.passed()) << crashtest::FormatResult(r);
+  o.cycles = 50;
+  o.threads = 2;
+  crashtest::CampaignResult k = crashtest::RunKillCampaign(o);
+  std::printf("%s\n", crashtest::FormatResult(k).c_str());
+  EXPECT_TRUE(k.passed()) << crashtest::FormatResult(k);
 }
 
 INSTANTIATE_TEST_SUITE_P(Radix, RadixCrashTest, ::testing::Values("wort", "woart"));
