@@ -31,20 +31,29 @@ PFTree::~PFTree() { close(); }
 Result<std::unique_ptr<Index>> PFTree::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   std::unique_ptr<PFTree> tree(new PFTree(std::move(pool)));
   Pool* p = tree->pool_.get();
-  if (fresh || p->root() == 0) {
-    if (p->read_only()) return Status::InvalidArgument(p->path() + ": pftree has no root");
-    // A new (or never published) root: persisted before set_root publishes it.
-    Result<uint64_t> off = tree->alloc_->allocate(sizeof(Node256), /*zero=*/true);
-    if (!off.ok()) return off.status().WithContext(p->path());
-    auto* root = p->at<Node256>(*off);
-    std::memset(root, 0, sizeof(Node256));
-    root->h.type = static_cast<uint8_t>(NodeType::kNode256);
-    pm::persist(root, sizeof(Node256));
-    p->set_root(*off);
-    tree->recovered_ = true;
+  if (p->root() != 0) {
+    tree->root_.store(p->at<InnerHeader>(p->root()));
+  } else if (fresh) {
+    Result<InnerHeader*> root = tree->EnsureRoot();
+    if (!root.ok()) return root.status().WithContext(p->path());
   }
-  tree->root_ = p->at<InnerHeader>(p->root());
+  // Otherwise the first write creates the root: the allocator is not rebuilt yet.
+  if (fresh) tree->recovered_ = true;
   return std::unique_ptr<Index>(std::move(tree));
+}
+
+Result<InnerHeader*> PFTree::EnsureRoot() {
+  std::lock_guard<std::mutex> lock(root_mu_);
+  if (InnerHeader* r = root()) return r;
+  Result<uint64_t> off = alloc_->allocate(sizeof(Node256));
+  if (!off.ok()) return off.status();
+  auto* node = pool_->at<Node256>(*off);
+  std::memset(node, 0, sizeof(Node256));
+  node->h.type = static_cast<uint8_t>(NodeType::kNode256);
+  pm::persist(node, sizeof(Node256));  // before set_root publishes it
+  pool_->set_root(*off);
+  root_.store(&node->h, std::memory_order_release);
+  return &node->h;
 }
 
 Status PFTree::insert(std::string_view key, std::string_view value) {
@@ -62,8 +71,10 @@ bool PFTree::lookup(std::string_view key, std::string* value) {
   if (key.empty() || key.size() > kMaxKeySize) return false;
   const uint8_t fp = Fingerprint(key);
   Epoch::Guard guard;
+  InnerHeader* const top = root();
+  if (top == nullptr) return false;
   for (;;) {
-    InnerHeader* node = root_;
+    InnerHeader* node = top;
     size_t pos = 0;
     int result = -1;  // -1 restart, 0 absent, 1 found
     for (;;) {
@@ -113,12 +124,19 @@ Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
   if (pool_->read_only()) return Status::NotSupported("pftree: pool opened read-only");
   const uint8_t fp = Fingerprint(key);
   const bool must_exist = op == Op::kUpdate || op == Op::kRemove;
+  InnerHeader* top = root();
+  if (top == nullptr) {
+    if (must_exist) return Status::NotFound();
+    Result<InnerHeader*> r = EnsureRoot();
+    if (!r.ok()) return r.status();
+    top = *r;
+  }
   Epoch::Guard guard;
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) VersionLock::Backoff(attempt);
     InnerHeader* parent = nullptr;
     uint8_t parent_byte = 0;
-    InnerHeader* node = root_;
+    InnerHeader* node = top;
     size_t pos = 0;
     Attempt r{true, Status::OK()};
     for (;;) {

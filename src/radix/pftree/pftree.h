@@ -28,7 +28,9 @@
 #define PMINDEX_RADIX_PFTREE_PFTREE_H_
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,6 +92,9 @@ class PFTree final : public Index, private Reclaimer {
   // blocks it allocated are appended to *allocated (freed by the caller on failure).
   Result<uint64_t> BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
                                 uint16_t depth, std::vector<uint64_t>* allocated);
+  InnerHeader* root() const { return root_.load(std::memory_order_acquire); }
+  // The root, created (persisted, then published with set_root) if there is none.
+  Result<InnerHeader*> EnsureRoot();
   Result<uint64_t> NewLeaf(std::string_view key, std::string_view value, uint16_t depth);
   void FreeBlocks(const std::vector<uint64_t>& blocks);
   void Retire(uint64_t ref);
@@ -111,7 +116,10 @@ class PFTree final : public Index, private Reclaimer {
   std::unique_ptr<Pool> pool_;
   char* base_ = nullptr;
   pm::Allocator* alloc_ = nullptr;
-  InnerHeader* root_ = nullptr;
+  // The root Node256, or null while the pool has none (a new pool whose initialization was
+  // interrupted: the root is then created by the first write, once the allocator is rebuilt).
+  std::atomic<InnerHeader*> root_{nullptr};
+  std::mutex root_mu_;
   uint32_t gen_ = 0;
   bool recovered_ = false;  // DRAM metadata valid for every reachable leaf
 };

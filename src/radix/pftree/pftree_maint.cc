@@ -90,9 +90,11 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
 bool PFTree::NextBatch(std::string_view cursor, bool inclusive,
                        std::vector<std::pair<std::string, std::string>>* out) {
   Epoch::Guard guard;
+  InnerHeader* top = root();
+  if (top == nullptr) return false;
   for (;;) {
     out->clear();
-    int r = CollectFrom(pool_->offset_of(root_), 0, cursor, inclusive, true, out);
+    int r = CollectFrom(pool_->offset_of(top), 0, cursor, inclusive, true, out);
     if (r != kRestart) return r == kFound;
   }
 }
@@ -217,9 +219,11 @@ Status PFTree::verify() {
   Epoch::Guard guard;
   std::string path;
   uint64_t keys = 0;
-  if (root_->type != static_cast<uint8_t>(NodeType::kNode256) || root_->prefix_len != 0)
+  InnerHeader* top = root();
+  if (top == nullptr) return Status::OK();
+  if (top->type != static_cast<uint8_t>(NodeType::kNode256) || top->prefix_len != 0)
     return Status::Corruption("pftree: root is not a prefix-less Node256");
-  return VerifyNode(pool_->offset_of(root_), path, &keys);
+  return VerifyNode(pool_->offset_of(top), path, &keys);
 }
 
 // ---- stats, visitor, recovery, close ----
@@ -247,7 +251,7 @@ IndexStats PFTree::stats() {
   if (pool_ == nullptr) return s;
   Epoch::Guard guard;
   uint64_t counts[6] = {};
-  StatsNode(pool_->offset_of(root_), &s, counts);
+  if (root() != nullptr) StatsNode(pool_->offset_of(root()), &s, counts);
   s.nodes = {{"node4", counts[1]},   {"node16", counts[2]},     {"node48", counts[3]},
              {"node256", counts[4]}, {"leaf_arrays", counts[5]}};
   return s;
@@ -271,7 +275,8 @@ Status PFTree::VisitNode(uint64_t ref, BlockVisitor& visitor) {
 
 Status PFTree::visit_blocks(BlockVisitor& visitor) {
   if (pool_ == nullptr) return Status::InvalidArgument("pftree: closed");
-  return VisitNode(pool_->offset_of(root_), visitor);
+  if (root() == nullptr) return Status::OK();
+  return VisitNode(pool_->offset_of(root()), visitor);
 }
 
 Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
@@ -313,9 +318,9 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
 Status PFTree::recover() {
   if (pool_ == nullptr) return Status::InvalidArgument("pftree: closed");
   gen_ = static_cast<uint32_t>(pool_->generation());
-  if (recovered_) FreeAuxNode(pool_->offset_of(root_));
+  if (recovered_ && root() != nullptr) FreeAuxNode(pool_->offset_of(root()));
   recovered_ = false;
-  Status s = RecoverNode(pool_->offset_of(root_), 0);
+  Status s = root() == nullptr ? Status::OK() : RecoverNode(pool_->offset_of(root()), 0);
   if (!s.ok()) return s.WithContext(pool_->path());
   recovered_ = true;
   return Status::OK();
@@ -341,7 +346,7 @@ void PFTree::FreeAuxNode(uint64_t ref) {
 Status PFTree::close() {
   if (pool_ == nullptr) return Status::OK();
   Epoch::Get().Drain(this);
-  FreeAuxNode(pool_->offset_of(root_));
+  if (root() != nullptr) FreeAuxNode(pool_->offset_of(root()));
   Status s = pool_->Close();
   pool_.reset();
   return s;

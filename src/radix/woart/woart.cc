@@ -79,12 +79,9 @@ const PmLeaf* Woart::AnyLeaf(uint64_t w) const {
   return leaf(w);
 }
 
-PrefixHeader Woart::Header(uint64_t w, uint32_t depth) {
+PrefixHeader Woart::RepairHeader(uint64_t w, uint32_t depth, uint64_t word) {
   WoartNodeBase* nb = base(w);
-  uint64_t word = LoadWord(&nb->header);
-  PrefixHeader h = PrefixHeader::Decode(word);
-  if (h.depth == depth) [[likely]]
-    return h;
+  const PrefixHeader h = PrefixHeader::Decode(word);
   const PmLeaf* l = AnyLeaf(w);
   if (l == nullptr || h.pos() < depth) return h;  // corrupt; verify() names it
   PrefixHeader fixed = h.Repaired<8>(depth, l->key_ptr());

@@ -85,7 +85,16 @@ class Woart final : public Index {
   PmLeaf* leaf(uint64_t w) const { return pool_->at<PmLeaf>(ChildOffset(w)); }
   uint64_t* FindChild(uint64_t w, uint8_t b) const;
   unsigned ChildCount(uint64_t w) const;
-  PrefixHeader Header(uint64_t w, uint32_t depth);
+  // The node's header as it must be when reached at `depth`, repairing it durably if a
+  // path-compression split was interrupted (RepairHeader, the rare path).
+  PrefixHeader Header(uint64_t w, uint32_t depth) {
+    const uint64_t word = LoadWord(&base(w)->header);
+    const PrefixHeader h = PrefixHeader::Decode(word);
+    if (h.depth == depth) [[likely]]
+      return h;
+    return RepairHeader(w, depth, word);
+  }
+  PrefixHeader RepairHeader(uint64_t w, uint32_t depth, uint64_t word);
   const PmLeaf* AnyLeaf(uint64_t w) const;
 
   bool ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st);

@@ -64,11 +64,8 @@ const PmLeaf* Wort::AnyLeaf(const WortNode* n) const {
   }
 }
 
-PrefixHeader Wort::Header(WortNode* n, uint32_t depth) {
-  uint64_t word = LoadWord(&n->header);
-  PrefixHeader h = PrefixHeader::Decode(word);
-  if (h.depth == depth) [[likely]]
-    return h;
+PrefixHeader Wort::RepairHeader(WortNode* n, uint32_t depth, uint64_t word) {
+  const PrefixHeader h = PrefixHeader::Decode(word);
   const PmLeaf* l = AnyLeaf(n);
   if (l == nullptr || h.pos() < depth) return h;  // corrupt; verify() names it
   PrefixHeader fixed = h.Repaired<4>(depth, l->key_ptr());

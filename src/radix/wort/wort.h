@@ -82,7 +82,14 @@ class Wort final : public Index {
   PmLeaf* leaf(uint64_t w) const { return pool_->at<PmLeaf>(ChildOffset(w)); }
   // The node's header as it must be when reached at `depth`, repairing it durably if a
   // path-compression split was interrupted.
-  PrefixHeader Header(WortNode* n, uint32_t depth);
+  PrefixHeader Header(WortNode* n, uint32_t depth) {
+    const uint64_t word = LoadWord(&n->header);
+    const PrefixHeader h = PrefixHeader::Decode(word);
+    if (h.depth == depth) [[likely]]
+      return h;
+    return RepairHeader(n, depth, word);
+  }
+  PrefixHeader RepairHeader(WortNode* n, uint32_t depth, uint64_t word);
   // Any leaf below the node (the end leaf or the leftmost one); nullptr if there is none.
   const PmLeaf* AnyLeaf(const WortNode* n) const;
 
