@@ -145,14 +145,23 @@ class HybridTree final : public Index {
     return found;
   }
 
+  // A start of another length than 8 bytes is ordered bytewise against the 8-byte keys:
+  // shorter ones are padded with zeros, longer ones start after their 8-byte prefix.
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override {
-    if (start.size() != 8 || max_count == 0 || pool_ == nullptr) return 0;
+    if (max_count == 0 || pool_ == nullptr) return 0;
+    char padded[8] = {};
+    std::memcpy(padded, start.data(), std::min<size_t>(start.size(), 8));
+    uint64_t from = IntKey::Decode(std::string_view(padded, 8));
+    if (start.size() > 8) {
+      if (from == UINT64_MAX) return 0;
+      ++from;
+    }
     if constexpr (kConcurrent) {
       auto guard = pool_->allocator().epoch_guard();
-      return scan_from(IntKey::Decode(start), max_count, fn);
+      return scan_from(from, max_count, fn);
     } else {
       std::shared_lock<std::shared_mutex> lock(rw_);
-      return scan_from(IntKey::Decode(start), max_count, fn);
+      return scan_from(from, max_count, fn);
     }
   }
 
