@@ -121,7 +121,6 @@ Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
     return Status::InvalidArgument("pftree: key must be 1..511 bytes");
   if (value.size() > kMaxValueSize)
     return Status::InvalidArgument("pftree: value must be at most 63 bytes");
-  if (pool_->read_only()) return Status::NotSupported("pftree: pool opened read-only");
   const uint8_t fp = Fingerprint(key);
   const bool must_exist = op == Op::kUpdate || op == Op::kRemove;
   InnerHeader* top = root();

@@ -290,7 +290,7 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
       return Status::Corruption("pftree: bad leaf array at offset " + std::to_string(off));
     std::string err;
     // DRAM metadata from the 2-byte entry headers; an interrupted update is finished here.
-    LeafAux* aux = ScanLeaf(leaf, /*repair=*/!pool_->read_only(), &err);
+    LeafAux* aux = ScanLeaf(leaf, /*repair=*/true, &err);
     if (aux == nullptr)
       return Status::Corruption("pftree: leaf array at offset " + std::to_string(off) + ": " +
                                 err);
@@ -321,7 +321,7 @@ Status PFTree::recover() {
   if (recovered_ && root() != nullptr) FreeAuxNode(pool_->offset_of(root()));
   recovered_ = false;
   Status s = root() == nullptr ? Status::OK() : RecoverNode(pool_->offset_of(root()), 0);
-  if (!s.ok()) return s.WithContext(pool_->path());
+  if (!s.ok()) return s;
   recovered_ = true;
   return Status::OK();
 }

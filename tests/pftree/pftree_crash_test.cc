@@ -1,0 +1,72 @@
+// PFtree under the crash campaign (crashtest/campaign.h): ADR crash images at sampled fences
+// recover to the acknowledged state, and each test-only mutant is caught. The full campaigns
+// (every fence of 2,000 operations, 50 SIGKILL cycles with 4 threads) are labelled long.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstdio>
+
+#include "common/test_util.h"
+#include "crashtest/campaign.h"
+
+namespace pmindex::testing {
+namespace {
+
+crashtest::CampaignOptions Base(uint64_t ops, uint64_t points) {
+  crashtest::CampaignOptions o;
+  o.index = "pftree";
+  o.ops = ops;
+  o.points = points;
+  o.seed = TestSeed(5);
+  o.images = 2;
+  o.continuation_every = 8;
+  if (std::getenv("PFTREE_CRASH_VERBOSE"))
+    o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  return o;
+}
+
+bool Long() { return std::getenv("PFTREE_CRASH_FULL") != nullptr; }
+
+TEST(PFTreeCrashTest, AdrImagesRecover) {
+  auto o = Base(Long() ? 2000 : Scale(600), Long() ? 0 : Scale(300));
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
+                                                             r.failures[0].replay);
+  EXPECT_GT(r.images, 0u);
+}
+
+class PFTreeMutantTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PFTreeMutantTest, IsCaught) {
+  auto o = Base(Scale(600), 0);
+  o.mutant = GetParam();
+  o.continuation_every = 64;
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_FALSE(r.passed()) << "mutant " << GetParam() << " survived the campaign";
+  if (!r.failures.empty()) std::printf("%s caught: %s\n", GetParam(), r.failures[0].message.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Mutants, PFTreeMutantTest,
+                         ::testing::Values("pftree.header_before_kv", "pftree.skip_split_persist"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           return n.substr(n.find('.') + 1);
+                         });
+
+TEST(PFTreeCrashTest, KillCyclesFourThreads) {
+  auto o = Base(100000, 0);
+  o.cycles = Long() ? 50 : 6;
+  o.threads = 4;
+  o.pool_size = 64ull << 20;
+  auto r = crashtest::RunKillCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message);
+}
+
+}  // namespace
+}  // namespace pmindex::testing
