@@ -1,0 +1,144 @@
+// The crash campaign for every registered persistent index (short runs; the long run is
+// `pmindex crashtest` and the "long" label), every documented mutant caught, and the
+// regression scenarios on the indexes they concern.
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "common/test_util.h"
+#include "crashtest/campaign.h"
+#include "crashtest/scenarios.h"
+#include "pmindex/index.h"
+
+#ifndef PMINDEX_SOURCE_DIR
+#error "PMINDEX_SOURCE_DIR must be defined"
+#endif
+
+namespace pmindex::crashtest {
+namespace {
+
+using pmindex::testing::Scale;
+using pmindex::testing::SeedTrace;
+using pmindex::testing::TestSeed;
+
+bool LongRun() { return std::getenv("PMINDEX_CRASH_LONG") != nullptr; }
+
+// Every persistent index in this build except the deliberately broken reference list.
+std::vector<std::string> PersistentIndexes() {
+  std::vector<std::string> out;
+  for (const std::string& name : RegisteredIndexNames()) {
+    const IndexRegistration* reg = FindIndex(name);
+    if (reg->attach == nullptr || !reg->traits.persistent || name == "testlist-broken") continue;
+    out.push_back(name);
+  }
+  return out;
+}
+
+CampaignOptions Short(const std::string& index, uint64_t seed) {
+  CampaignOptions o;
+  o.index = index;
+  o.seed = seed;
+  o.ops = LongRun() ? 3000 : Scale(160);
+  o.pool_size = 8ull << 20;
+  o.cycles = static_cast<uint32_t>(LongRun() ? 200 : Scale(4));
+  o.max_delay_ms = 30;
+  return o;
+}
+
+class EveryIndexTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryIndexTest, AdrCampaignPasses) {
+  const uint64_t seed = TestSeed(1);
+  SCOPED_TRACE(SeedTrace(seed));
+  CampaignResult r = RunAdrCampaign(Short(GetParam(), seed));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.failures.empty()) << FormatResult(r);
+  EXPECT_GT(r.images, 0u);
+  std::printf("%s\n", FormatResult(r).c_str());
+}
+
+TEST_P(EveryIndexTest, KillCampaignPasses) {
+  const uint64_t seed = TestSeed(2);
+  SCOPED_TRACE(SeedTrace(seed));
+  CampaignResult r = RunKillCampaign(Short(GetParam(), seed));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.failures.empty()) << FormatResult(r);
+  std::printf("%s\n", FormatResult(r).c_str());
+}
+
+TEST_P(EveryIndexTest, RegressionScenariosPass) {
+  for (const Scenario& s : Scenarios()) {
+    if (!ScenarioApplies(s, GetParam())) continue;
+    SCOPED_TRACE("scenario " + s.name + " (echoes: " + s.echoes + ")");
+    CampaignOptions o = Short(GetParam(), 1);
+    o.scenario = s.name;
+    if (!LongRun()) {  // a seeded sample of the crash points; the long run takes them all
+      o.points = Scale(60);
+      o.images = 2;
+    }
+    CampaignResult r = RunAdrCampaign(o);
+    ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+    EXPECT_TRUE(r.failures.empty()) << FormatResult(r);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryIndexTest, ::testing::ValuesIn(PersistentIndexes()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+// Mutants named in the index docs as `<index>.<what>` (doc/*.md tables), plus the list's.
+std::vector<std::string> DocumentedMutants() {
+  std::set<std::string> names;
+  const std::regex pattern("`([a-z][a-z0-9-]*)\\.([a-z_0-9]+)`");
+  for (const char* doc : {"doc/btree.md", "doc/radix.md", "doc/pftree.md", "doc/crashtest.md"}) {
+    std::ifstream in(std::string(PMINDEX_SOURCE_DIR) + "/" + doc);
+    std::string line;
+    while (std::getline(in, line)) {
+      for (std::sregex_iterator it(line.begin(), line.end(), pattern), end; it != end; ++it) {
+        const std::string index = (*it)[1];
+        const IndexRegistration* reg = FindIndex(index);
+        if (reg != nullptr && reg->attach != nullptr) names.insert((*it)[0].str().substr(1, (*it)[0].length() - 2));
+      }
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+TEST(MutantTest, EveryDocumentedMutantIsCaught) {
+  const std::vector<std::string> mutants = DocumentedMutants();
+  EXPECT_GE(mutants.size(), 2u);  // at least the reference list's
+  for (const std::string& mutant : mutants) {
+    const std::string index = mutant.substr(0, mutant.find('.'));
+    SCOPED_TRACE("mutant " + mutant);
+    CampaignOptions o = Short(index, 9);
+    o.ops = 200;
+    o.mutant = mutant;
+    o.torn = true;
+    o.continuation_every = 4;
+    CampaignResult r = RunAdrCampaign(o);
+    ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+    bool caught = !r.failures.empty();
+    if (!caught) {
+      o.ops = 2000;  // some mutants need more splits to show
+      r = RunAdrCampaign(o);
+      caught = !r.failures.empty();
+    }
+    if (!caught) {
+      o.cycles = 6;
+      r = RunKillCampaign(o);
+      caught = !r.failures.empty();
+    }
+    EXPECT_TRUE(caught) << "the campaign did not catch " << mutant << "\n" << FormatResult(r);
+    std::printf("%-32s %s\n", mutant.c_str(),
+                caught ? ("caught: " + r.failures[0].message.substr(0, 90)).c_str() : "MISSED");
+  }
+}
+
+}  // namespace
+}  // namespace pmindex::crashtest
