@@ -17,17 +17,14 @@ inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
   // Fetch every key line at once: the binary search then waits for one miss, not seven.
   const char* keys = reinterpret_cast<const char*>(n->keys);
   for (uint32_t off = 48; off < count * 8; off += 64) __builtin_prefetch(keys + off);  // line 1..
-  uint32_t lo = 0;
-  while (count > 0) {
+  if (count == 0) return 0;
+  uint32_t base = 0;
+  while (count > 1) {  // branch-free: the key lines are in flight already
     const uint32_t half = count / 2;
-    if (n->keys[lo + half].load(kRelaxed) <= key) {
-      lo += half + 1;
-      count -= half + 1;
-    } else {
-      count = half;
-    }
+    base = n->keys[base + half].load(kRelaxed) <= key ? base + half : base;
+    count -= half;
   }
-  return lo;
+  return base + (n->keys[base].load(kRelaxed) <= key);
 }
 
 // A stable (unlocked) version; false if the node is obsolete (never, today) .

@@ -151,19 +151,18 @@ struct RNTreeLayout {
     if (view->count > kCapacity) view->count = 0;  // torn view: the version check fails
   }
 
-  // First position in the view with key >= key.
+  // First position in the view with key >= key (branch-free binary search: the probes' lines
+  // were prefetched, so mispredicted branches would be most of its cost).
   static size_t LowerBound(const Leaf* l, const RNSlotLine& v, uint64_t key) {
-    size_t lo = 0, n = v.count;
-    while (n > 0) {
+    size_t n = v.count;
+    if (n == 0) return 0;
+    size_t base = 0;
+    while (n > 1) {
       const size_t half = n / 2;
-      if (Load(l->log[v.slot[lo + half] % kCapacity].key) < key) {
-        lo += half + 1;
-        n -= half + 1;
-      } else {
-        n = half;
-      }
+      base = Load(l->log[v.slot[base + half] % kCapacity].key) < key ? base + half : base;
+      n -= half;
     }
-    return lo;
+    return base + (Load(l->log[v.slot[base] % kCapacity].key) < key);
   }
 
   static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {

@@ -76,19 +76,17 @@ struct WBTreeLayout {
   static constexpr bool kConcurrent = false;
   static constexpr bool kReadersWaitForWriters = true;
 
-  // Position in slots[1..count] of the first key >= key (1-based), binary search.
+  // Position in slots[1..count] of the first key >= key (1-based), branch-free binary search.
   static size_t LowerBound(const Leaf* l, uint64_t key) {
-    size_t lo = 1, n = l->slots[0];
-    while (n > 0) {
+    size_t n = l->slots[0];
+    if (n == 0) return 1;
+    size_t base = 1;
+    while (n > 1) {
       const size_t half = n / 2;
-      if (l->kv[l->slots[lo + half]].key < key) {
-        lo += half + 1;
-        n -= half + 1;
-      } else {
-        n = half;
-      }
+      base = l->kv[l->slots[base + half]].key < key ? base + half : base;
+      n -= half;
     }
-    return lo;
+    return base + (l->kv[l->slots[base]].key < key);
   }
 
   static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
