@@ -30,7 +30,7 @@ IndexRegistration Art::Registration() {
   r.traits.byte_keys = true;
   r.traits.max_key_size = kMaxKeySize;
   r.traits.max_value_size = kMaxValueSize;
-  r.traits.concurrency = "reader-writer lock (many readers or one writer)";
+  r.traits.concurrency = "writer-preferring reader-writer lock (many readers or one writer)";
   r.traits.durability = "volatile";
   r.traits.description = "ART (Leis et al.): volatile DRAM adaptive radix tree, the ceiling";
   r.make = [](const std::string&, const Options&) -> Result<std::unique_ptr<Index>> {

@@ -9,7 +9,7 @@
 // Invariants: every node has at least 2 entries (children + end leaf); Node4/16 keys are
 // sorted; every leaf's key agrees with the path and compressed prefixes above it.
 //
-// Thread safety: a reader-writer lock (std::shared_mutex): many readers or one writer.
+// Thread safety: a writer-preferring reader-writer lock (RwLock): many readers or one writer.
 // Durability: none (DRAM).
 #ifndef PMINDEX_RADIX_ART_ART_H_
 #define PMINDEX_RADIX_ART_ART_H_
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "pmindex/index.h"
+#include "radix/common/rw_lock.h"
 #include "radix/art/art_nodes.h"
 
 namespace pmindex::radix {
@@ -59,7 +60,7 @@ class Art final : public Index {
   Status VerifyRef(art::Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t) const;
 
   IndexTraits traits_;
-  std::shared_mutex mu_;
+  RwLock mu_;  // writer-preferring
   art::Ref root_ = 0;
 };
 

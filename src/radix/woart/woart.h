@@ -17,7 +17,7 @@
 // by two dependent stores: a new or changed header only becomes reachable through the one
 // store that publishes its node, or is rewritten in a way traversal repairs.
 //
-// Thread safety: a reader-writer lock (single-threaded design); readers may repair a stale
+// Thread safety: a writer-preferring reader-writer lock (single-threaded design); readers may repair a stale
 // header with a compare-and-swap of a deterministic value.
 #ifndef PMINDEX_RADIX_WOART_WOART_H_
 #define PMINDEX_RADIX_WOART_WOART_H_
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "pmindex/index.h"
+#include "radix/common/rw_lock.h"
 #include "radix/common/node_search.h"
 #include "radix/common/pm_leaf.h"
 #include "radix/common/prefix_header.h"
@@ -103,7 +104,7 @@ class Woart final : public Index {
 
   std::unique_ptr<Pool> pool_;
   IndexTraits traits_;
-  std::shared_mutex mu_;
+  RwLock mu_;  // writer-preferring
   std::atomic<uint64_t> repairs_{0};
 };
 

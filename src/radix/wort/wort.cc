@@ -42,7 +42,8 @@ IndexRegistration Wort::Registration() {
   r.traits.byte_keys = true;
   r.traits.max_key_size = kMaxKeySize;
   r.traits.max_value_size = kMaxValueSize;
-  r.traits.concurrency = "reader-writer lock (many readers or one writer; single-threaded design)";
+  r.traits.concurrency =
+      "writer-preferring reader-writer lock (many readers or one writer; single-threaded design)";
   r.traits.durability = "every acknowledged operation (8-byte failure-atomic commits)";
   r.traits.description = "WORT: write-optimal radix tree, 4-bit span, lazy header repair";
   r.attach = [](std::unique_ptr<Pool> pool, bool) -> Result<std::unique_ptr<Index>> {

@@ -23,7 +23,7 @@
 // Nodes never become empty durably; blocks allocated by an interrupted operation are
 // unreachable and reclaimed by the allocator rebuild at open.
 //
-// Thread safety: single-threaded in the paper; here a reader-writer lock (std::shared_mutex)
+// Thread safety: single-threaded in the paper; here a writer-preferring reader-writer lock (RwLock)
 // admits many readers (lookup, scan, verify, stats) or one writer. Readers may repair a stale
 // header; they do so with a compare-and-swap of the same deterministic value.
 #ifndef PMINDEX_RADIX_WORT_WORT_H_
@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "pmindex/index.h"
+#include "radix/common/rw_lock.h"
 #include "radix/common/node_search.h"
 #include "radix/common/pm_leaf.h"
 #include "radix/common/prefix_header.h"
@@ -99,7 +100,7 @@ class Wort final : public Index {
 
   std::unique_ptr<Pool> pool_;
   IndexTraits traits_;
-  std::shared_mutex mu_;
+  RwLock mu_;  // writer-preferring
   std::atomic<uint64_t> repairs_{0};
 };
 
