@@ -22,6 +22,20 @@ namespace pmindex::radix {
 // creation, so a fresh pool is an empty tree with no initialization write).
 inline uint64_t* RootSlot(Pool& pool) { return reinterpret_cast<uint64_t*>(pool.root_area()); }
 
+// True if child word `w` can be followed without leaving the pool: a known tag, a 64-byte
+// aligned offset past the pool header, `extent` bytes of node inside the pool, and for a
+// leaf its recorded lengths inside the pool and the limits. Used by verify() and the block
+// visitor, which must survive arbitrarily corrupted pools.
+inline bool ValidChildWord(const Pool& pool, uint64_t w, uint64_t max_tag, size_t extent) {
+  const uint64_t off = ChildOffset(w);
+  const uint64_t tag = ChildTagOf(w);
+  if (tag < kTagLeaf || tag > max_tag || off % 64 != 0 || off < 4096 || off + 64 > pool.size())
+    return false;
+  if (tag != kTagLeaf) return off + extent <= pool.size();
+  const PmLeaf* l = pool.at<PmLeaf>(off);
+  return l->key_len != 0 && l->key_len <= kMaxKeySize && off + l->size() <= pool.size();
+}
+
 // Allocates and fills (does not persist) a leaf; *word gets its tagged child word.
 inline Result<PmLeaf*> NewLeaf(Pool& pool, std::string_view key, std::string_view value,
                                uint64_t* word) {

@@ -29,22 +29,24 @@ struct WoartNode16 {
   uint8_t keys[kCapacity];
   uint64_t child[kCapacity];
 
-  unsigned count() const { return __builtin_popcountll(LoadWord(&bitmap)); }
+  // Only bits 0..15 count (a corrupted word cannot index past the node; verify() reports it).
+  uint64_t valid() const { return LoadWord(&bitmap) & 0xFFFF; }
+  unsigned count() const { return __builtin_popcountll(valid()); }
   bool full() const { return count() == kCapacity; }
 
   uint64_t* Find(uint8_t b) {
-    const unsigned m = Match16(keys, b) & static_cast<unsigned>(LoadWord(&bitmap));
+    const unsigned m = Match16(keys, b) & static_cast<unsigned>(valid());
     return m ? &child[__builtin_ctz(m)] : nullptr;
   }
 
   uint64_t Any() const {
-    const uint64_t bm = LoadWord(&bitmap);
+    const uint64_t bm = valid();
     return bm ? child[__builtin_ctzll(bm)] : 0;
   }
 
   template <typename F>
   void ForEach(F&& f) const {
-    uint64_t bm = LoadWord(&bitmap);
+    uint64_t bm = valid();
     uint8_t order[kCapacity];
     unsigned n = 0;
     for (; bm; bm &= bm - 1) order[n++] = static_cast<uint8_t>(__builtin_ctzll(bm));

@@ -26,7 +26,9 @@ struct WoartNode4 {
   uint64_t slots;
   uint64_t child[kCapacity];
 
-  static unsigned Count(uint64_t s) { return s & 0xFF; }
+  // Clamped so that a corrupted slot word cannot index past the node (verify() reports it).
+  static unsigned Count(uint64_t s) { return (s & 0xFF) <= kCapacity ? (s & 0xFF) : kCapacity; }
+  static unsigned RawCount(uint64_t s) { return s & 0xFF; }
   static uint8_t KeyAt(uint64_t s, unsigned i) { return static_cast<uint8_t>(s >> (8 + 8 * i)); }
   static unsigned IndexAt(uint64_t s, unsigned i) { return (s >> (40 + 2 * i)) & 3; }
   static uint64_t Make(unsigned count, const uint8_t* keys, const uint8_t* idx) {

@@ -35,7 +35,7 @@ struct WoartNode48 {
   uint64_t used_slots() const {
     uint64_t used = 0;
     for (unsigned b = 0; b < 256; ++b)
-      if (index[b]) used |= uint64_t{1} << (index[b] - 1);
+      if (index[b] && index[b] <= kCapacity) used |= uint64_t{1} << (index[b] - 1);
     return used;
   }
   unsigned count() const { return __builtin_popcountll(used_slots()); }
@@ -49,19 +49,20 @@ struct WoartNode48 {
 
   uint64_t* Find(uint8_t b) {
     const uint8_t i = index[b];
-    return i ? &child[i - 1] : nullptr;
+    return i && i <= kCapacity ? &child[i - 1] : nullptr;
   }
 
   uint64_t Any() const {
     for (unsigned b = 0; b < 256; ++b)
-      if (index[b]) return child[index[b] - 1];
+      if (index[b] && index[b] <= kCapacity) return child[index[b] - 1];
     return 0;
   }
 
   template <typename F>
   void ForEach(F&& f) const {
+    // Index bytes beyond kCapacity (corruption, reported by verify()) are skipped.
     for (unsigned b = 0; b < 256; ++b)
-      if (index[b]) f(static_cast<uint8_t>(b), child[index[b] - 1]);
+      if (index[b] && index[b] <= kCapacity) f(static_cast<uint8_t>(b), child[index[b] - 1]);
   }
 
   void BuildAdd(uint8_t b, uint64_t word) {

@@ -71,13 +71,14 @@ unsigned Woart::ChildCount(uint64_t w) const {
 }
 
 const PmLeaf* Woart::AnyLeaf(uint64_t w) const {
-  while (!IsLeafChild(w)) {
+  for (;;) {
+    if (!ValidChildWord(*pool_, w, kTagNode256, NodeSizeForTag(ChildTagOf(w)))) return nullptr;
+    if (IsLeafChild(w)) return leaf(w);
     uint64_t next = base(w)->end;
     if (next == 0) next = DispatchNode(*pool_, w, [](auto* n) { return n->Any(); });
     if (next == 0) return nullptr;
     w = next;
   }
-  return leaf(w);
 }
 
 PrefixHeader Woart::RepairHeader(uint64_t w, uint32_t depth, uint64_t word) {

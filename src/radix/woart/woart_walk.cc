@@ -74,13 +74,10 @@ Status Woart::VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path,
   const uint64_t off = ChildOffset(w);
   const uint64_t tag = ChildTagOf(w);
   const std::string where = " at offset " + std::to_string(off);
-  if (tag < kTagLeaf || tag > kTagNode256 || off % 64 != 0 || off < 4096 ||
-      off + (tag == kTagLeaf ? 64 : NodeSizeForTag(tag)) > pool_->size())
-    return Status::Corruption("woart: bad child word " + std::to_string(w));
+  if (!ValidChildWord(*pool_, w, kTagNode256, NodeSizeForTag(tag)))
+    return Status::Corruption("woart: bad child word or leaf " + std::to_string(w));
   if (tag == kTagLeaf) {
     const PmLeaf* l = leaf(w);
-    if (l->key_len == 0 || l->key_len > kMaxKeySize || off + l->size() > pool_->size())
-      return Status::Corruption("woart: bad leaf" + where);
     if (l->key_len < path.size() ||
         (path.size() && std::memcmp(l->key_ptr(), path.data(), path.size()) != 0))
       return Status::Corruption("woart: leaf key off its path" + where);
@@ -89,6 +86,17 @@ Status Woart::VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path,
   }
   ++t.nodes;
   const WoartNodeBase* nb = base(w);
+  if (tag == kTagNode4 && WoartNode4::RawCount(LoadWord(&reinterpret_cast<const WoartNode4*>(nb)->slots)) > 4)
+    return Status::Corruption("woart: Node4 count beyond 4" + where);
+  bool bad_child = nb->end != 0 && !ValidChildWord(*pool_, nb->end, kTagNode256,
+                                                   NodeSizeForTag(ChildTagOf(nb->end)));
+  DispatchNode(*pool_, w, [&](auto* n) {
+    n->ForEach([&](uint8_t, uint64_t c) {
+      if (c != 0 && !ValidChildWord(*pool_, c, kTagNode256, NodeSizeForTag(ChildTagOf(c))))
+        bad_child = true;
+    });
+  });
+  if (bad_child) return Status::Corruption("woart: bad child word in node" + where);
   PrefixHeader h = PrefixHeader::Decode(LoadWord(&nb->header));
   const PmLeaf* any = AnyLeaf(w);
   if (any == nullptr) return Status::Corruption("woart: empty node" + where);
@@ -160,6 +168,8 @@ Status Woart::verify() {
 
 Status Woart::Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn) {
   if (w == 0) return Status::OK();
+  if (!ValidChildWord(*pool_, w, kTagNode256, NodeSizeForTag(ChildTagOf(w))))
+    return Status::Corruption("woart: bad child word " + std::to_string(w));
   if (Status s = fn(w); !s.ok()) return s;
   if (IsLeafChild(w)) return Status::OK();
   if (Status s = Walk(base(w)->end, fn); !s.ok()) return s;

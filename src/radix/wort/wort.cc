@@ -59,7 +59,7 @@ const PmLeaf* Wort::AnyLeaf(const WortNode* n) const {
   for (;;) {
     uint64_t w = n->end;
     for (unsigned c = 0; w == 0 && c < WortNode::kFanout; ++c) w = n->child[c];
-    if (w == 0) return nullptr;
+    if (w == 0 || !ValidChildWord(*pool_, w, kTagNode4, sizeof(WortNode))) return nullptr;
     if (IsLeafChild(w)) return leaf(w);
     n = node(w);
   }

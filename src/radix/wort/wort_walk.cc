@@ -86,13 +86,10 @@ Status Wort::VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path,
                         WalkTotals& t) {
   const uint64_t off = ChildOffset(w);
   const uint64_t tag = ChildTagOf(w);
-  if ((tag != kTagLeaf && tag != kTagNode4) || off % 64 != 0 || off < 4096 ||
-      off + 64 > pool_->size())
-    return Status::Corruption("wort: bad child word " + std::to_string(w));
+  if (!ValidChildWord(*pool_, w, kTagNode4, sizeof(WortNode)))
+    return Status::Corruption("wort: bad child word or leaf " + std::to_string(w));
   if (tag == kTagLeaf) {
     const PmLeaf* l = leaf(w);
-    if (l->key_len == 0 || l->key_len > kMaxKeySize || off + l->size() > pool_->size())
-      return Status::Corruption("wort: bad leaf at offset " + std::to_string(off));
     if (Span::units(l->key_len) < path.size())
       return Status::Corruption("wort: leaf key shorter than its path at " + std::to_string(off));
     for (size_t i = 0; i < path.size(); ++i)
@@ -103,6 +100,12 @@ Status Wort::VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path,
   }
   const WortNode* n = node(w);
   ++t.nodes;
+  for (unsigned c = 0; c <= WortNode::kFanout; ++c) {
+    const uint64_t cw = c == 0 ? n->end : n->child[c - 1];
+    if (cw != 0 && !ValidChildWord(*pool_, cw, kTagNode4, sizeof(WortNode)))
+      return Status::Corruption("wort: bad child word " + std::to_string(cw) + " in node at " +
+                                std::to_string(off));
+  }
   PrefixHeader h = PrefixHeader::Decode(LoadWord(&n->header));
   const PmLeaf* any = AnyLeaf(n);
   if (any == nullptr) return Status::Corruption("wort: empty node at " + std::to_string(off));
@@ -150,6 +153,8 @@ Status Wort::verify() {
 
 Status Wort::Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn) {
   if (w == 0) return Status::OK();
+  if (!ValidChildWord(*pool_, w, kTagNode4, sizeof(WortNode)))
+    return Status::Corruption("wort: bad child word " + std::to_string(w));
   if (Status s = fn(w); !s.ok()) return s;
   if (IsLeafChild(w)) return Status::OK();
   const WortNode* n = node(w);
