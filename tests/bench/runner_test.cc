@@ -1,0 +1,365 @@
+// The workbench runner end to end, in-process, on the baselines and the test-only
+// "testlist" pool index (tests/reference), so that it does not depend on the real indexes:
+// JSON shape, determinism of per-op counts, trace replay against std::map, key-space
+// bookkeeping, interruption and pool clean-up.
+#include "bench/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "bench/dump.h"
+#include "bench/generators.h"
+#include "bench/report.h"
+#include "bench/json_shape.h"
+#include "common/test_util.h"
+#include "pmindex/index.h"
+
+namespace pmindex::bench {
+namespace {
+
+using pmindex::testing::SeedTrace;
+using pmindex::testing::TempDir;
+using pmindex::testing::TestSeed;
+
+BenchConfig SmallConfig(const TempDir& dir, std::vector<std::string> indexes,
+                        const std::string& workloads, uint64_t keys, uint64_t ops) {
+  BenchConfig c;
+  c.indexes = std::move(indexes);
+  std::string err;
+  EXPECT_TRUE(ParseWorkloads(workloads, &c.workloads, &err)) << err;
+  c.keys = keys;
+  c.ops = ops;
+  c.pool_dir = dir.path();
+  c.pool_bytes = 16ull << 20;
+  c.progress = false;
+  c.scan_length = 20;
+  return c;
+}
+
+// Every pair of an index, in key order.
+std::map<std::string, std::string> Contents(Index& index) {
+  std::map<std::string, std::string> out;
+  index.scan("", SIZE_MAX, [&](std::string_view k, std::string_view v) {
+    out.emplace(std::string(k), std::string(v));
+    return true;
+  });
+  return out;
+}
+
+const BenchResult* Find(const BenchReport& r, const std::string& index, const std::string& w) {
+  for (const BenchResult& x : r.results) {
+    if (x.index == index && x.workload == w) return &x;
+  }
+  return nullptr;
+}
+
+TEST(RunnerTest, JsonHasTheIssueShape) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"testlist", "stdmap", "lmdb", "rocksdb"},
+                              "load,a,c,e,recover", 300, 300);
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  ASSERT_EQ(report.results.size(), 4u * 5u);
+  const nlohmann::json doc = nlohmann::json::parse(ReportJson(report));
+  const std::vector<std::string> problems = pmindex::testing::JsonShapeProblems(doc);
+  for (const std::string& p : problems) ADD_FAILURE() << p;
+  EXPECT_EQ(doc["environment"]["mode"], "adr");
+  EXPECT_EQ(doc["environment"]["pool_dir"], dir.path());
+
+  const BenchResult* recover = Find(report, "testlist", "recover");
+  ASSERT_NE(recover, nullptr);
+  ASSERT_TRUE(recover->recovery_seconds.has_value());
+  EXPECT_GT(*recover->recovery_seconds, 0.0);
+  EXPECT_GT(recover->keys, 300u);  // e inserted some
+  EXPECT_EQ(recover->live_keys, recover->keys);
+  EXPECT_TRUE(recover->note.empty()) << recover->note;
+  EXPECT_FALSE(Find(report, "stdmap", "recover")->recovery_seconds.has_value());
+  EXPECT_EQ(Find(report, "testlist", "load")->durability, "survives power loss (ADR)");
+  EXPECT_EQ(Find(report, "lmdb", "a")->durability,
+            "survives process crash (LMDB, MDB_WRITEMAP|MDB_NOSYNC)");
+  EXPECT_EQ(Find(report, "rocksdb", "a")->durability,
+            "survives process crash (RocksDB, WAL on, sync off)");
+  for (const BenchResult& r : report.results) {
+    if (r.workload == "recover") continue;
+    EXPECT_GT(r.ops, 0u) << r.index << " " << r.workload;
+    EXPECT_EQ(r.failed, 0u) << r.index << " " << r.workload << " " << r.note;
+    EXPECT_GT(r.latency.p99, 0u);
+    EXPECT_LE(r.latency.p50, r.latency.p99);
+    EXPECT_LE(r.latency.p99, r.latency.max);
+  }
+  EXPECT_FALSE(report.verify_failed);
+
+  const std::string csv = ReportCsv(report);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 20);
+  // Temporary pools are gone.
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(RunnerTest, PerOpCountsAreDeterministicAndZeroForVolatileBaselines) {
+  TempDir dir;
+  const uint64_t seed = TestSeed(7);
+  SCOPED_TRACE(SeedTrace(seed));
+  BenchConfig c = SmallConfig(dir, {"testlist", "stdmap"}, "load,a,b,d,e,f,insert,update,remove",
+                              400, 300);
+  c.seed = seed;
+  BenchReport first, second;
+  ASSERT_TRUE(RunBench(c, &first).ok());
+  ASSERT_TRUE(RunBench(c, &second).ok());
+  ASSERT_EQ(first.results.size(), second.results.size());
+  for (size_t i = 0; i < first.results.size(); i++) {
+    const BenchResult& a = first.results[i];
+    const BenchResult& b = second.results[i];
+    SCOPED_TRACE(a.index + " " + a.workload);
+    EXPECT_EQ(a.ops, b.ops);
+    EXPECT_EQ(a.counters, b.counters);
+    EXPECT_EQ(a.per_op_persist_calls, b.per_op_persist_calls);
+    EXPECT_EQ(a.per_op_flushes, b.per_op_flushes);
+    EXPECT_EQ(a.per_op_fences, b.per_op_fences);
+    EXPECT_EQ(a.per_op_media_writes, b.per_op_media_writes);
+    if (a.index == "stdmap") {
+      EXPECT_EQ(a.counters, PersistCounters{});
+    } else if (a.workload != "e" && a.workload != "b" && a.workload != "d") {
+      // Every testlist write persists its node and its link.
+      EXPECT_GT(a.per_op_persist_calls, 0.0);
+      EXPECT_GT(a.per_op_media_writes, 0.0);
+      EXPECT_TRUE(a.write_amplification.has_value());
+    }
+  }
+  // The preload is not counted: load writes 400 keys, `a` only its updates (50% of 300).
+  const BenchResult* a = Find(first, "testlist", "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_LT(a->counters.persist_calls, 300u);
+}
+
+// A random trace over int and string keys, with conditional writes that must fail.
+struct GeneratedTrace {
+  std::string load_path, run_path;
+  std::map<std::string, uint64_t> model;  // final contents
+  uint64_t load_failed = 0, run_failed = 0;
+};
+
+GeneratedTrace MakeTrace(const TempDir& dir, uint64_t seed, bool int_only, bool scans) {
+  GeneratedTrace g;
+  g.load_path = dir.file("load.txt");
+  g.run_path = dir.file("run.txt");
+  Rng rng(seed);
+  auto key_text = [&](uint64_t id) {
+    if (int_only || id % 3 != 0) return std::to_string(id * 7919 % 100003);
+    return "user" + std::to_string(id);
+  };
+  auto key_bytes = [&](const std::string& text) {
+    std::string k;
+    EXPECT_TRUE(ParseKeyArgument(text, &k));
+    return k;
+  };
+  uint64_t line = 0;
+  std::FILE* f = std::fopen(g.load_path.c_str(), "w");
+  for (int i = 0; i < 600; i++) {
+    const std::string k = key_text(rng.uniform(700));  // some keys repeat: failed inserts
+    line++;
+    std::fprintf(f, "INSERT %s\n", k.c_str());
+    if (!g.model.emplace(key_bytes(k), line).second) g.load_failed++;
+  }
+  std::fclose(f);
+  f = std::fopen(g.run_path.c_str(), "w");
+  std::fprintf(f, "# a comment line, counted but skipped\n");
+  line++;
+  for (int i = 0; i < 1500; i++) {
+    const std::string k = key_text(rng.uniform(900));
+    const std::string kb = key_bytes(k);
+    const uint64_t dice = rng.uniform(scans ? 5 : 4);
+    line++;
+    auto it = g.model.find(kb);
+    switch (dice) {
+      case 0:
+        std::fprintf(f, "READ %s\n", k.c_str());
+        g.run_failed += it == g.model.end();
+        break;
+      case 1:
+        std::fprintf(f, "UPDATE %s\n", k.c_str());
+        if (it == g.model.end()) {
+          g.run_failed++;
+        } else {
+          it->second = line;
+        }
+        break;
+      case 2:
+        std::fprintf(f, "INSERT %s\n", k.c_str());
+        if (!g.model.emplace(kb, line).second) g.run_failed++;
+        break;
+      case 3:
+        std::fprintf(f, "DELETE %s\n", k.c_str());
+        if (it == g.model.end()) {
+          g.run_failed++;
+        } else {
+          g.model.erase(it);
+        }
+        break;
+      case 4:
+        std::fprintf(f, "SCAN %s 5\n", k.c_str());
+        g.run_failed += g.model.lower_bound(kb) == g.model.end();
+        break;
+    }
+  }
+  std::fclose(f);
+  return g;
+}
+
+TEST(RunnerTest, TraceReplayMatchesStdMap) {
+  const uint64_t seed = TestSeed(21);
+  SCOPED_TRACE(SeedTrace(seed));
+  TempDir dir;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    // Scans only single-threaded: with two threads a scan's result depends on timing.
+    const GeneratedTrace g = MakeTrace(dir, seed + threads, false, threads == 1);
+    BenchConfig c = SmallConfig(dir, {"stdmap", "rocksdb"}, "load", 0, 0);
+    c.workloads.clear();
+    c.trace_load = g.load_path;
+    c.trace_run = g.run_path;
+    c.threads = {threads};
+    int inspected = 0;
+    c.inspect = [&](Index& index) {
+      inspected++;
+      const std::map<std::string, std::string> got = Contents(index);
+      ASSERT_EQ(got.size(), g.model.size()) << index.traits().name;
+      for (const auto& [k, v] : g.model) {
+        auto it = got.find(k);
+        ASSERT_NE(it, got.end()) << index.traits().name << " lacks " << EscapeBytes(k);
+        EXPECT_EQ(IntValue::Decode(it->second), v) << index.traits().name << " " << EscapeBytes(k);
+      }
+    };
+    BenchReport report;
+    ASSERT_TRUE(RunBench(c, &report).ok());
+    EXPECT_EQ(inspected, 2);
+    for (const std::string name : {"stdmap", "rocksdb"}) {
+      const BenchResult* load = Find(report, name, "trace-load");
+      const BenchResult* run = Find(report, name, "trace-run");
+      ASSERT_NE(load, nullptr);
+      ASSERT_NE(run, nullptr);
+      EXPECT_EQ(load->ops, 600u);
+      EXPECT_EQ(run->ops, 1500u);
+      EXPECT_EQ(load->failed, g.load_failed);
+      EXPECT_EQ(run->failed, g.run_failed);
+      EXPECT_EQ(run->key_type, "trace");
+    }
+  }
+}
+
+TEST(RunnerTest, KeptPoolDumpsLikeTheModelAfterReplay) {
+  const uint64_t seed = TestSeed(22);
+  SCOPED_TRACE(SeedTrace(seed));
+  TempDir dir;
+  const GeneratedTrace g = MakeTrace(dir, seed, true, true);
+  BenchConfig c = SmallConfig(dir, {"testlist"}, "load", 0, 0);
+  c.workloads.clear();
+  c.trace_load = g.load_path;
+  c.trace_run = g.run_path;
+  c.keep_pools = true;
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  const std::string pool = dir.file("testlist.pool");
+  Result<PoolInfo> info = Pool::ReadInfo(pool);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_TRUE(info.value().clean);
+
+  Options o;
+  o.read_only = true;
+  Result<std::unique_ptr<Index>> index = OpenIndex(pool, o);
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  uint64_t printed = 0;
+  ASSERT_TRUE(DumpIndex(*index.value(), "", 0, BytesFormat::kAuto, BytesFormat::kAuto, out,
+                        &printed)
+                  .ok());
+  std::fclose(out);
+  std::string expected;
+  for (const auto& [k, v] : g.model) {
+    expected += std::to_string(IntKey::Decode(k)) + " " + std::to_string(v) + "\n";
+  }
+  EXPECT_EQ(std::string(text, size), expected);
+  EXPECT_EQ(printed, g.model.size());
+  std::free(text);
+
+  // --from and --count select a window.
+  text = nullptr;
+  out = open_memstream(&text, &size);
+  auto it = std::next(g.model.begin(), 10);
+  ASSERT_TRUE(DumpIndex(*index.value(), it->first, 3, BytesFormat::kAuto, BytesFormat::kAuto,
+                        out, &printed)
+                  .ok());
+  std::fclose(out);
+  EXPECT_EQ(printed, 3u);
+  EXPECT_EQ(std::string(text, size).substr(0, std::to_string(IntKey::Decode(it->first)).size()),
+            std::to_string(IntKey::Decode(it->first)));
+  std::free(text);
+}
+
+TEST(RunnerTest, KeySpaceFollowsInsertsAndRemoves) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"stdmap", "testlist"}, "load,insert,remove,c", 500, 200);
+  std::vector<size_t> sizes;
+  c.inspect = [&](Index& index) { sizes.push_back(Contents(index).size()); };
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  EXPECT_EQ(sizes, (std::vector<size_t>{500, 500}));  // +200 inserted, -200 removed
+  for (const BenchResult& r : report.results) {
+    EXPECT_EQ(r.failed, 0u) << r.index << " " << r.workload;
+  }
+  EXPECT_EQ(Find(report, "stdmap", "remove")->keys, 700u);
+  EXPECT_EQ(Find(report, "stdmap", "c")->keys, 500u);
+}
+
+TEST(RunnerTest, MultiThreadedRunsAllOperations) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"stdmap", "lmdb"}, "load,a,c,f", 2000, 2000);
+  c.threads = {1, 2};
+  c.dist.kind = Distribution::Kind::kUniform;
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  ASSERT_EQ(report.results.size(), 2u * 2u * 4u);
+  for (const BenchResult& r : report.results) {
+    EXPECT_EQ(r.ops, 2000u) << r.index << " " << r.workload;
+    EXPECT_EQ(r.failed, 0u) << r.index << " " << r.workload;
+  }
+}
+
+TEST(RunnerTest, SkipsIndexesThatCannotTakeTheKeys) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"testlist", "stdmap"}, "load,c", 100, 100);
+  std::string err;
+  ASSERT_TRUE(ParseKeyType("string", &c.key_type, &err));
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  ASSERT_EQ(report.skipped.size(), 1u);
+  EXPECT_NE(report.skipped[0].find("testlist"), std::string::npos);
+  EXPECT_EQ(report.results.size(), 2u);
+  EXPECT_TRUE(RunBench(SmallConfig(dir, {"no-such-index"}, "load", 1, 1), &report)
+                  .IsInvalidArgument());
+}
+
+TEST(RunnerTest, StopFlagEndsTheRunAndRemovesPools) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"lmdb", "stdmap"}, "load,c", 200, 50000000);
+  c.pool_bytes = 64ull << 20;
+  std::atomic<bool> stop{false};
+  c.stop = &stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = true;
+  });
+  BenchReport report;
+  const Status s = RunBench(c, &report);
+  stopper.join();
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+}  // namespace
+}  // namespace pmindex::bench
