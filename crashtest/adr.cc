@@ -297,6 +297,8 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
     res.images = r.images;
     res.max_undecided = r.max_undecided;
     res.check_seconds = r.check_seconds;
+    res.scan_seconds = r.scan_seconds;
+    res.bytes_compared = r.bytes_compared;
     for (const pm::crash::CrashFailure& f : r.failures) {
       CampaignFailure cf;
       cf.model = "adr";
@@ -330,11 +332,14 @@ std::string FormatResult(const CampaignResult& r) {
   if (r.model == "adr") {
     std::snprintf(buf, sizeof(buf),
                   "%-16s adr : %6llu ops, %6llu fences, %6llu points checked (%llu skipped), "
-                  "%7llu images, max %llu undecided lines, %.1f us/image, %.1f s, %zu failures",
+                  "%7llu images, max %llu undecided lines, %.1f us/image (%.1f us/point finding "
+                  "lines in %.0f KiB), %.1f s, %zu failures",
                   r.index.c_str(), (unsigned long long)r.ops, (unsigned long long)r.fences,
                   (unsigned long long)r.points, (unsigned long long)r.points_skipped,
                   (unsigned long long)r.images, (unsigned long long)r.max_undecided,
-                  r.us_per_image(), r.seconds, r.failures.size());
+                  r.us_per_image(), r.points ? r.scan_seconds * 1e6 / r.points : 0.0,
+                  r.points ? r.bytes_compared / 1024.0 / r.points : 0.0, r.seconds,
+                  r.failures.size());
   } else {
     std::snprintf(buf, sizeof(buf),
                   "%-16s kill: %6llu ops acknowledged, %4llu cycles, %4llu recoveries checked, "

@@ -83,6 +83,8 @@ struct CampaignResult {
   uint64_t max_undecided = 0;
   double seconds = 0;          // wall time of the whole campaign
   double check_seconds = 0;    // of which building and checking images
+  double scan_seconds = 0;     // of which finding undecided lines
+  uint64_t bytes_compared = 0; // pool bytes compared with the durable image
   std::vector<CampaignFailure> failures;
   Status error;                // the campaign itself could not run (setup failed)
 

@@ -352,6 +352,9 @@ void CrashTracker::check_point(uint64_t point) {
   size_t extent = extent_ ? std::min(extent_(), size_) : size_;
   extent = std::min(size_, (extent + kPage - 1) / kPage * kPage);
   find_undecided(extent);
+  report_.bytes_compared += extent;
+  report_.scan_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // Skip the point if nothing was written since the previous checked one.
   uint64_t digest = Mix(durable_version_ ^ 0x6469676573740000ull);

@@ -113,6 +113,8 @@ struct TrackerReport {
   uint64_t images = 0;          // images checked
   uint64_t max_undecided = 0;   // most undecided lines at one point
   double check_seconds = 0;     // wall time spent building and checking images
+  double scan_seconds = 0;      // of which finding undecided lines (compare with durable image)
+  uint64_t bytes_compared = 0;  // bytes of pool compared to find them
   std::vector<CrashFailure> failures;
 };
 
