@@ -7,6 +7,8 @@
 #ifndef PMINDEX_RADIX_WOART_NODE256_H_
 #define PMINDEX_RADIX_WOART_NODE256_H_
 
+#include <smmintrin.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -22,9 +24,13 @@ struct WoartNode256 {
   uint64_t child[256];
 
   unsigned count() const {
-    unsigned n = 0;
-    for (unsigned b = 0; b < 256; ++b) n += child[b] != 0;
-    return n;
+    unsigned zero = 0;
+    for (unsigned b = 0; b < 256; b += 2) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(child + b));
+      zero += __builtin_popcount(_mm_movemask_pd(
+          _mm_castsi128_pd(_mm_cmpeq_epi64(v, _mm_setzero_si128()))));
+    }
+    return 256 - zero;
   }
   bool full() const { return false; }
 

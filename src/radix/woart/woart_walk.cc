@@ -34,7 +34,7 @@ bool Woart::ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st) {
   const uint32_t pos = h.pos();
   const uint8_t* s = Bytes(st.start);
   const size_t su = st.start.size();
-  if (bounded) {
+  if (bounded && h.prefix_len != 0) {
     const uint8_t* ref = AnyLeaf(w)->key_ptr();
     for (uint32_t i = depth; i < pos; ++i) {
       if (i == su) {

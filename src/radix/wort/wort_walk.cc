@@ -42,7 +42,7 @@ bool Wort::ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st) {
   const uint32_t pos = h.pos();
   const uint8_t* s = Bytes(st.start);
   const size_t su = Span::units(st.start.size());
-  if (bounded) {
+  if (bounded && h.prefix_len != 0) {
     const uint8_t* ref = AnyLeaf(n)->key_ptr();
     for (uint32_t i = depth; i < pos; ++i) {
       if (i == su) {  // start ends inside the prefix: every key here is longer, so greater
