@@ -308,9 +308,9 @@ Status Woart::remove(std::string_view key) {
   const size_t units = key.size();
   // Per node on the path: the slot that leads to it, its header, and the key byte taken
   // below it (-1: its end word). At most one node per key byte plus the root.
-  struct Step {
+  struct Step {  // trivially constructible: the array must not be zeroed per call
     uint64_t* slot;
-    PrefixHeader header;
+    uint64_t header;  // the (repaired) header word
     int byte;
   };
   Step path[kMaxKeySize + 2];
@@ -326,9 +326,10 @@ Status Woart::remove(std::string_view key) {
     }
     Step& step = path[nodes++];
     step.slot = slot;
-    step.header = Header(w, depth);
-    if (step.header.pos() > units) return Status::NotFound();
-    depth = step.header.pos();
+    const PrefixHeader h = Header(w, depth);
+    step.header = h.Encode();
+    if (h.pos() > units) return Status::NotFound();
+    depth = h.pos();
     if (depth == units) {
       slot = &base(w)->end;
       step.byte = -1;
@@ -361,7 +362,7 @@ Status Woart::remove(std::string_view key) {
     } else {
       const uint64_t tag = ChildTagOf(nw);
       const uint64_t to = ShrunkTag(tag, ChildCount(nw) - 1);
-      Result<uint64_t> small = to != tag ? Rebuild(nw, to, at.header, at.byte, false, 0, 0)
+      Result<uint64_t> small = to != tag ? Rebuild(nw, to, PrefixHeader::Decode(at.header), at.byte, false, 0, 0)
                                          : Result<uint64_t>(Status::NotFound());
       if (small.ok()) {
         // Shrink: the smaller node without the key is persisted and swapped in (one commit).
