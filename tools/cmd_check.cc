@@ -26,6 +26,7 @@ int RunCheck(const std::string& path) {
   Result<std::unique_ptr<Index>> index = OpenIndex(path, o);
   if (!index.ok()) {
     std::printf("recovery:    FAILED\n");
+    std::fflush(stdout);
     std::fprintf(stderr, "pmindex check: %s\n", index.status().ToString().c_str());
     return kExitError;
   }
@@ -33,6 +34,7 @@ int RunCheck(const std::string& path) {
   Status v = index.value()->verify();
   if (!v.ok()) {
     std::printf("verify:      FAILED\n");
+    std::fflush(stdout);
     std::fprintf(stderr, "pmindex check: %s: first breach: %s\n", path.c_str(),
                  v.ToString().c_str());
     return kExitError;
