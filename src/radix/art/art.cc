@@ -183,7 +183,11 @@ Status Art::Put(std::string_view key, std::string_view value, PutMode mode) {
         Ref slot = reinterpret_cast<Ref>(parent);
         AddChild(&slot, parent, nb, r);
         const Ref fresh = Leaf::Make(key, value);
-        if (depth + m == len) parent->end = fresh; else AddChild(&slot, parent, k[depth + m], fresh);
+        if (depth + m == len) {
+          parent->end = fresh;
+        } else {
+          AddChild(&slot, parent, k[depth + m], fresh);
+        }
         *ref = slot;
         return Status::OK();
       }

@@ -44,7 +44,8 @@ struct PrefixHeader {
     PrefixHeader h;
     h.depth = static_cast<uint32_t>(w & 0xFFF);
     h.prefix_len = static_cast<uint32_t>((w >> 12) & 0xFFF);
-    for (unsigned i = 0; i < kStoredPrefix; ++i) h.prefix[i] = static_cast<uint8_t>(w >> (24 + 8 * i));
+    for (unsigned i = 0; i < kStoredPrefix; ++i)
+      h.prefix[i] = static_cast<uint8_t>(w >> (24 + 8 * i));
     return h;
   }
   uint64_t Encode() const {

@@ -70,8 +70,10 @@ int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view ke
 #endif
 }
 
-LeafAux* NewAux(uint32_t capacity) {
-  uint32_t max = std::min<uint32_t>(kMaxEntries, capacity / 4);
+LeafAux* NewAux(uint32_t capacity, uint32_t entries) {
+  // Room for typical entries (16 bytes and up) and at least twice the entries it starts
+  // with, so a rebuilt leaf is not full of slots at once; tiny entries rebuild earlier.
+  uint32_t max = std::min<uint32_t>(kMaxEntries, std::max(capacity / 16, 2 * entries + 8));
   size_t head = (sizeof(LeafAux) + 15) & ~size_t{15};
   size_t fp_bytes = (max + 16 + 15) & ~size_t{15};
   size_t bytes = head + fp_bytes + 2 * size_t{max};
@@ -151,7 +153,7 @@ void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen
   leaf->type = static_cast<uint8_t>(NodeType::kLeafArray);
   leaf->depth = depth;
   leaf->capacity = static_cast<uint32_t>(block_size - kLeafHeaderSize);
-  auto* aux = NewAux(leaf->capacity);
+  auto* aux = NewAux(leaf->capacity, static_cast<uint32_t>(e - b));
   char* data = LeafData(leaf);
   uint32_t pos = 0, n = 0;
   for (size_t i = b; i < e; ++i) {
@@ -180,8 +182,15 @@ void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen
 }
 
 LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error) {
-  auto* aux = NewAux(l->capacity);
   char* data = LeafData(l);
+  uint32_t entries = 0;
+  for (uint32_t p = 0; p + 2 <= l->capacity && entries <= kMaxEntries; ++entries) {
+    uint16_t h;
+    std::memcpy(&h, data + p, 2);
+    if (h == 0) break;
+    p += static_cast<uint32_t>(EntrySize(EntryKeyLen(h), EntryValueLen(h)));
+  }
+  auto* aux = NewAux(l->capacity, std::min(entries, kMaxEntries));
   uint32_t pos = 0, n = 0;
   bool sorted = true;
   std::string_view prev;

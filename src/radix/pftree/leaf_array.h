@@ -66,8 +66,9 @@ static_assert(sizeof(LeafHeader) == kLeafHeaderSize);
 static_assert(offsetof(LeafHeader, depth) == 10 && offsetof(LeafHeader, capacity) == 12);
 static_assert(offsetof(LeafHeader, aux) == 16 && offsetof(LeafHeader, aux_gen) == 24);
 
-// DRAM metadata of one leaf array, one allocation sized for the leaf's capacity (at most
-// capacity / 4 entries: the smallest entry is 4 bytes). Entries [0, count) are published;
+// DRAM metadata of one leaf array, one allocation sized for about capacity / 16 entries
+// (and at least twice the entries the leaf starts with; at most kMaxEntries). A leaf whose
+// slots run out before its data area is rebuilt like a full one. Entries [0, count) are published;
 // pos/fp of a published entry never change. Entries [0, sorted_n) are in ascending key order
 // (the leaf was built sorted); later ones were appended. used/live are the writer's.
 struct LeafAux {
@@ -80,7 +81,7 @@ struct LeafAux {
   uint8_t* fp = nullptr;     // fingerprints (+16 so vector loads past count stay in bounds)
   uint16_t* pos = nullptr;   // data-area offset of each entry
 };
-LeafAux* NewAux(uint32_t capacity);
+LeafAux* NewAux(uint32_t capacity, uint32_t entries);
 void FreeAux(LeafAux* aux);
 
 inline char* LeafData(LeafHeader* l) { return reinterpret_cast<char*>(l) + kLeafHeaderSize; }

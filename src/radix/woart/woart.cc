@@ -251,7 +251,8 @@ Status Woart::ExpandLeaf(uint64_t* slot, uint32_t depth, std::string_view key,
   const uint8_t* k = Bytes(key);
   const size_t units = key.size();
   const uint32_t pos =
-      static_cast<uint32_t>(CommonUnits<8>(k, old->key_ptr(), depth, std::min<size_t>(units, old->key_len)));
+      static_cast<uint32_t>(CommonUnits<8>(k, old->key_ptr(), depth,
+                                           std::min<size_t>(units, old->key_len)));
   Result<uint64_t> off = pool_->allocator().allocate(sizeof(WoartNode4), /*zero=*/true);
   if (!off.ok()) return off.status();
   uint64_t leaf_word;
@@ -362,8 +363,9 @@ Status Woart::remove(std::string_view key) {
     } else {
       const uint64_t tag = ChildTagOf(nw);
       const uint64_t to = ShrunkTag(tag, ChildCount(nw) - 1);
-      Result<uint64_t> small = to != tag ? Rebuild(nw, to, PrefixHeader::Decode(at.header), at.byte, false, 0, 0)
-                                         : Result<uint64_t>(Status::NotFound());
+      Result<uint64_t> small =
+          to != tag ? Rebuild(nw, to, PrefixHeader::Decode(at.header), at.byte, false, 0, 0)
+                    : Result<uint64_t>(Status::NotFound());
       if (small.ok()) {
         // Shrink: the smaller node without the key is persisted and swapped in (one commit).
         pm::flush(base(*small), NodeSizeForTag(to));

@@ -17,8 +17,8 @@
 // by two dependent stores: a new or changed header only becomes reachable through the one
 // store that publishes its node, or is rewritten in a way traversal repairs.
 //
-// Thread safety: a writer-preferring reader-writer lock (single-threaded design); readers may repair a stale
-// header with a compare-and-swap of a deterministic value.
+// Thread safety: a writer-preferring reader-writer lock (single-threaded design); readers
+// may repair a stale header with a compare-and-swap of a deterministic value.
 #ifndef PMINDEX_RADIX_WOART_WOART_H_
 #define PMINDEX_RADIX_WOART_WOART_H_
 

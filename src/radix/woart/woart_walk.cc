@@ -86,7 +86,8 @@ Status Woart::VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path,
   }
   ++t.nodes;
   const WoartNodeBase* nb = base(w);
-  if (tag == kTagNode4 && WoartNode4::RawCount(LoadWord(&reinterpret_cast<const WoartNode4*>(nb)->slots)) > 4)
+  if (tag == kTagNode4 &&
+      WoartNode4::RawCount(LoadWord(&reinterpret_cast<const WoartNode4*>(nb)->slots)) > 4)
     return Status::Corruption("woart: Node4 count beyond 4" + where);
   bool bad_child = nb->end != 0 && !ValidChildWord(*pool_, nb->end, kTagNode256,
                                                    NodeSizeForTag(ChildTagOf(nb->end)));
