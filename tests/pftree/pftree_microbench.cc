@@ -4,7 +4,11 @@
 // workbench (`pmindex bench`) is the reference.
 //
 //   pftree_microbench <index> <mode> [keys=1000000] [key_bytes=8] [dir=/dev/shm]
+#include <time.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +25,13 @@ namespace {
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+// CPU time of this thread: robust against other processes on a shared machine.
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 }  // namespace
@@ -67,6 +78,7 @@ int main(int argc, char** argv) {
   std::string value(8, 'v');
 
   PersistCounters c0 = pm::counters();
+  double cpu0 = CpuNow();
   auto t0 = std::chrono::steady_clock::now();
   size_t failed = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -74,6 +86,7 @@ int main(int argc, char** argv) {
     if (!index->insert(keys[i], value).ok()) ++failed;
   }
   auto t1 = std::chrono::steady_clock::now();
+  double cpu1 = CpuNow();
   PersistCounters c1 = pm::counters();
 
   std::vector<uint32_t> order(n);
@@ -81,16 +94,19 @@ int main(int argc, char** argv) {
   std::shuffle(order.begin(), order.end(), rng);
   std::string got;
   size_t found = 0;
+  double cpu2 = CpuNow();
   auto t2 = std::chrono::steady_clock::now();
   for (uint32_t i : order) found += index->lookup(keys[i], &got);
   auto t3 = std::chrono::steady_clock::now();
+  double cpu3 = CpuNow();
 
   double ins = n / Seconds(t0, t1) / 1e6, look = n / Seconds(t2, t3) / 1e6;
+  double ins_cpu = n / (cpu1 - cpu0) / 1e6, look_cpu = n / (cpu3 - cpu2) / 1e6;
   IndexStats st = index->stats();
   std::printf(
       "%s mode=%s keys=%zu key_bytes=%zu insert=%.3f Mops/s lookup=%.3f Mops/s "
-      "flush/insert=%.2f fence/insert=%.2f found=%zu failed=%zu pm=%.1fMB dram=%.1fMB\n",
-      name.c_str(), argv[2], n, key_bytes, ins, look, double(c1.flushes - c0.flushes) / n,
+      "(per CPU-second: insert=%.3f lookup=%.3f) flush/insert=%.2f fence/insert=%.2f found=%zu failed=%zu pm=%.1fMB dram=%.1fMB\n",
+      name.c_str(), argv[2], n, key_bytes, ins, look, ins_cpu, look_cpu, double(c1.flushes - c0.flushes) / n,
       double(c1.fences - c0.fences) / n, found, failed, st.pm_bytes / 1e6, st.dram_bytes / 1e6);
   if (index->pool() != nullptr) {
     index->close();

@@ -104,10 +104,11 @@ TEST_P(PFTreeModelTest, MatchesStdMap) {
     ASSERT_EQ(index->stats().keys, model.size());
   }
   ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
-  // The run built real structure: inner nodes below the root and many leaf arrays.
+  // The run built real structure: many leaf arrays and, where keys crowd one root slot
+  // (uniform keys spread over all 256 and stay below the split size), inner nodes below it.
   uint64_t inner = 0, leaves = 0;
   for (auto& [name, count] : index->stats().nodes) (name == "leaf_arrays" ? leaves : inner) += count;
-  EXPECT_GT(inner, 1u);
+  if (shape != Shape::kSparse && shape != Shape::kRandomBytes) EXPECT_GT(inner, 1u);
   EXPECT_GT(leaves, 8u);
   // Recovery through close + reopen rebuilds the DRAM metadata.
   ASSERT_TRUE(index->close().ok());
