@@ -104,7 +104,9 @@ TEST_P(CorruptionTest, NeverCrashes) {
         30);
     if (!s.ok() && s.message().find("refused") != std::string::npos) refused = true;
     EXPECT_TRUE(s.ok() || refused) << GetParam() << ": " << s.ToString();
-    if (region == 0) EXPECT_TRUE(refused) << "a damaged static header was accepted";
+    if (region == 0) {
+      EXPECT_TRUE(refused) << "a damaged static header was accepted";
+    }
     detected += refused;
   }
   std::printf("%s: %d of %d corrupted copies refused by open or verify()\n", GetParam().c_str(),
