@@ -1,7 +1,7 @@
 // PFtree leaf arrays: key-value pairs stored inline behind a 2-byte entry header, with the
 // auxiliary metadata (positions, fingerprints, sorted order) kept only in DRAM.
 //
-// Block layout (one allocation, 256 B .. 8 KiB; the data area fills the rest):
+// Block layout (one allocation, 512 B .. 8 KiB; the data area fills the rest):
 //   line 0:  0 lock      8  VersionLock word (generation | version | obsolete | locked)
 //            8 type      1  NodeType::kLeafArray
 //            9 reserved  1
@@ -46,7 +46,7 @@ inline constexpr size_t kMaxKeySize = 511;
 inline constexpr size_t kMaxValueSize = 63;
 inline constexpr uint32_t kMaxEntries = 512;  // per leaf array (bounded by the DRAM arrays)
 inline constexpr size_t kLeafHeaderSize = 64;
-inline constexpr size_t kMinLeafBlock = 256;
+inline constexpr size_t kMinLeafBlock = 512;
 inline constexpr size_t kMaxLeafBlock = 8192;
 inline constexpr size_t kMaxLeafData = kMaxLeafBlock - kLeafHeaderSize;
 
