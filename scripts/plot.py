@@ -95,7 +95,8 @@ def main():
                                        ("media_writes", "256 B media writes / op")]):
         grouped_bars(ax, workloads, indexes,
                      lambda i, w, key=key: field(i, w, lambda r: r["per_op"][key]), label)
-    axes[0].set_title("Persistence cost per operation (XPLine media model)\n%s" % subtitle,
+    axes[0].set_title("Persistence cost per operation (XPLine media model; pool-less baselines "
+                      "are not measured)\n%s" % subtitle,
                       fontsize=9)
     axes[0].legend(fontsize=7, ncol=ncol)
     fig.tight_layout()
