@@ -24,6 +24,8 @@ class XPLineModel {
   static constexpr size_t kEntries = 64;
   static constexpr size_t kXPLine = 256;
 
+  XPLineModel() { reset(); }
+
   // Feeds `lines` consecutive cache lines starting at address `first_line` (64-aligned).
   void add_lines(uintptr_t first_line, size_t lines) {
     for (size_t i = 0; i < lines; ++i) add_line(first_line + i * 64);
@@ -31,30 +33,39 @@ class XPLineModel {
   void add_line(uintptr_t line) {
     const uint64_t tag = (line >> 8) + 1;  // +1: 0 marks an empty entry
     const uint8_t bit = static_cast<uint8_t>(1u << ((line >> 6) & 3));
-    if (tags_[mru_] == tag) {  // the common case: consecutive lines of one XPLine
-      dirty_[mru_] |= bit;
-      age_[mru_] = ++tick_;
+    if (tags_[head_] == tag) {  // the common case: consecutive lines of one XPLine
+      dirty_[head_] |= bit;
       return;
     }
     insert_slow(tag, bit);
   }
-  // Writes back every buffered XPLine.
+  // Writes back every buffered XPLine, least recently used first.
   void drain();
 
-  // Counted atomically by the owner only; read by others through relaxed loads.
+  // Counted by the owner only; read by other threads through relaxed loads.
   uint64_t media_writes() const { return __atomic_load_n(&media_writes_, __ATOMIC_RELAXED); }
   uint64_t media_rmw() const { return __atomic_load_n(&media_rmw_, __ATOMIC_RELAXED); }
   void reset();
 
  private:
   void insert_slow(uint64_t tag, uint8_t bit);
-  void evict(size_t i);
+  static constexpr size_t kIndexSlots = 128;  // open addressing, load factor <= 1/2
+  static size_t home(uint64_t tag) { return (tag * 0x9E3779B97F4A7C15ull) >> 57; }
+  int find(uint64_t tag) const;
+  void index_insert(uint64_t tag, uint8_t entry);
+  void index_erase(uint64_t tag);
+  void move_to_head(uint8_t i);
+  void evict(uint8_t i);
 
-  uint64_t tags_[kEntries] = {};
-  uint64_t age_[kEntries] = {};
-  uint8_t dirty_[kEntries] = {};
-  size_t mru_ = 0;
-  uint64_t tick_ = 0;
+  // Entries form a doubly linked ring in recency order: head_ is the most recently used,
+  // prev_[head_] the least; empty entries sit at that end so they are taken first. A small
+  // linear-probing hash table maps an XPLine tag to its entry, so hits and misses are O(1).
+  alignas(64) uint64_t tags_[kEntries];
+  uint8_t index_[kIndexSlots];  // entry + 1, 0 = empty slot
+  uint8_t dirty_[kEntries];
+  uint8_t prev_[kEntries];
+  uint8_t next_[kEntries];
+  uint8_t head_ = 0;
   uint64_t media_writes_ = 0;
   uint64_t media_rmw_ = 0;
 };

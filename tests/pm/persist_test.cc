@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <list>
+#include <random>
 #include <thread>
 #include <vector>
 
+#include "common/test_util.h"
 #include "pm/xpline.h"
 
 namespace pmindex::pm {
@@ -98,6 +102,41 @@ TEST(XPLineModel, EvictsLeastRecentlyUsedWhenFull) {
   EXPECT_EQ(m.media_writes(), 2u);
   m.drain();
   EXPECT_EQ(m.media_writes(), 66u);
+}
+
+// The model against a plain std::list LRU on a random line stream with locality.
+TEST(XPLineModel, AgreesWithAReferenceLru) {
+  const uint64_t seed = testing::TestSeed(7);
+  SCOPED_TRACE(testing::SeedTrace(seed));
+  std::mt19937_64 rng(seed);
+  XPLineModel m;
+  std::list<std::pair<uint64_t, uint8_t>> lru;  // front = most recent: (xpline, dirty mask)
+  uint64_t writes = 0, rmw = 0;
+  auto evict_back = [&] {
+    ++writes;
+    rmw += __builtin_popcount(lru.back().second) < 4;
+    lru.pop_back();
+  };
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t line = (rng() % 3 == 0 ? rng() % 4096 : rng() % 120) * 64;
+    m.add_line(line);
+    const uint64_t x = line >> 8;
+    const uint8_t bit = 1u << ((line >> 6) & 3);
+    auto it = std::find_if(lru.begin(), lru.end(), [x](const auto& e) { return e.first == x; });
+    if (it != lru.end()) {
+      it->second |= bit;
+      lru.splice(lru.begin(), lru, it);
+    } else {
+      if (lru.size() == XPLineModel::kEntries) evict_back();
+      lru.emplace_front(x, bit);
+    }
+    if (i % 50000 == 49999) {  // drain now and then
+      m.drain();
+      while (!lru.empty()) evict_back();
+    }
+    ASSERT_EQ(m.media_writes(), writes) << "after line " << i;
+    ASSERT_EQ(m.media_rmw(), rmw) << "after line " << i;
+  }
 }
 
 TEST(Counters, SumThreadsIncludingExitedOnes) {
