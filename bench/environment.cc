@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include "bench/environment.h"
 
 #include <sys/statfs.h>
@@ -78,6 +79,11 @@ std::string PoolMedium(const std::string& dir) {
 
 std::string DefaultPoolDir() {
   std::error_code ec;
+  // scripts/run.sh points this at a tmpfs mounted with huge=always where it can.
+  if (const char* env = std::getenv("PMINDEX_POOL_DIR"); env != nullptr && *env != '\0' &&
+      std::filesystem::is_directory(env, ec)) {
+    return env;
+  }
   if (std::filesystem::is_directory("/dev/shm", ec)) return "/dev/shm";
   return std::filesystem::temp_directory_path(ec).string();
 }

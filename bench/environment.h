@@ -29,7 +29,8 @@ struct Environment {
 Environment DetectEnvironment(const std::string& pool_dir, PersistMode mode, uint64_t seed);
 // The file system holding `dir`: "tmpfs", "DAX (<fs>)" or "disk (<fs>)".
 std::string PoolMedium(const std::string& dir);
-// /dev/shm when it is a directory, else the system temporary directory.
+// $PMINDEX_POOL_DIR if it names a directory, else /dev/shm when it is one, else the system
+// temporary directory.
 std::string DefaultPoolDir();
 
 }  // namespace pmindex::bench

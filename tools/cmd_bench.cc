@@ -246,7 +246,7 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
                   "Extra ns per flushed cache line, paid at the next fence")
       ->check(CLI::Range(0u, 1000000u))
       ->capture_default_str();
-  sub->add_option("--pool-dir", a->pool_dir, "Where pools are created (default /dev/shm)")
+  sub->add_option("--pool-dir", a->pool_dir, "Where pools are created (default $PMINDEX_POOL_DIR, else /dev/shm)")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--pool-mb", a->pool_mb, "Pool size in MiB (default: estimated from keys)")
       ->check(CLI::Range(uint64_t{2}, uint64_t{1} << 24));

@@ -47,8 +47,9 @@ struct Options {
   // Granularity required of the medium; opening fails with NotSupported if the medium
   // offers a coarser one. Default: page (any file).
   StoreGranularity required_granularity = StoreGranularity::kPage;
-  // Open without writing a byte: no generation bump, no recovery writes. Only for
-  // inspection (pmindex info/check); index writes are refused.
+  // Open without writing a byte of the file: the pool is mapped copy-on-write, so recovery
+  // and even index writes work on a private copy and vanish at close (pmindex check/dump,
+  // the crash campaign's checks of recovered images).
   bool read_only = false;
 
   // ---- performance ----
