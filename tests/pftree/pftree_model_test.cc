@@ -127,7 +127,9 @@ TEST_P(PFTreeModelTest, MatchesStdMap) {
   auto st = index->stats();
   EXPECT_EQ(st.keys, 0u);
   for (auto& [name, count] : st.nodes)
-    if (name == "leaf_arrays") EXPECT_EQ(count, 0u);
+    if (name == "leaf_arrays") {
+      EXPECT_EQ(count, 0u);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PFTreeModelTest,

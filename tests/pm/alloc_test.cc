@@ -56,7 +56,9 @@ TEST(Allocator, BlocksAreDistinctAlignedAndInsideThePool) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(*r % 64, 0u);
     EXPECT_GE(a.block_size(*r), size);
-    if (a.block_size(*r) % 256 == 0) EXPECT_EQ(*r % 256, 0u);
+    if (a.block_size(*r) % 256 == 0) {
+      EXPECT_EQ(*r % 256, 0u);
+    }
     EXPECT_TRUE(pool->contains(pool->at<char>(*r), size));
     std::memset(pool->at<char>(*r), 0xab, size);
     ranges.emplace(*r, *r + a.block_size(*r));
