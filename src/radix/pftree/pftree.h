@@ -102,9 +102,9 @@ class PFTree final : public Index, private Reclaimer {
 
   // Scan: the sorted live entries of the first leaf (in key order) holding a key after
   // `cursor` (>= if inclusive). False if there is none; *restart on a concurrent change.
-  bool NextBatch(std::string_view cursor, bool inclusive,
+  bool NextBatch(std::string_view cursor, bool inclusive, size_t limit,
                  std::vector<std::pair<std::string, std::string>>* out);
-  int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive,
+  int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive, size_t limit,
                   bool bounded, std::vector<std::pair<std::string, std::string>>* out);
 
   Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys);

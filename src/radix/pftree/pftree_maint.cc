@@ -36,7 +36,7 @@ const IndexTraits& PFTree::Traits() {
 // ---- scan ----
 
 int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive,
-                        bool bounded, std::vector<std::pair<std::string, std::string>>* out) {
+                        size_t limit, bool bounded, std::vector<std::pair<std::string, std::string>>* out) {
   if (IsLeafRef(ref)) {
     auto* leaf = at<LeafHeader>(ref);
     uint64_t version;
@@ -47,6 +47,7 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     SortedEntries(leaf, aux, n, &order);
     out->clear();
     for (uint32_t i : order) {
+      if (out->size() >= limit) break;  // the scan needs no more: copy no more
       uint32_t epos = aux->pos[i];
       uint16_t h = LoadEntryHeader(leaf, epos);
       std::string_view k = EntryKey(leaf, epos, h);
@@ -69,7 +70,7 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
   pos += plen;
   uint64_t term = LoadRef(&node->term);
   if (term != 0) {
-    int r = CollectFrom(term, pos, cursor, inclusive, bounded, out);
+    int r = CollectFrom(term, pos, cursor, inclusive, limit, bounded, out);
     if (r != kNone) return r;
   }
   int start = 0;
@@ -80,21 +81,22 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
   }
   for (auto& [b, child] : LiveChildren(node)) {
     if (b < start) continue;
-    int r = CollectFrom(child, pos + 1, cursor, inclusive, bounded && exact_start && b == start,
+    int r = CollectFrom(child, pos + 1, cursor, inclusive, limit,
+                        bounded && exact_start && b == start,
                         out);
     if (r != kNone) return r;
   }
   return VersionLock::IsObsolete(&node->lock, gen_) ? kRestart : kNone;
 }
 
-bool PFTree::NextBatch(std::string_view cursor, bool inclusive,
+bool PFTree::NextBatch(std::string_view cursor, bool inclusive, size_t limit,
                        std::vector<std::pair<std::string, std::string>>* out) {
   Epoch::Guard guard;
   InnerHeader* top = root();
   if (top == nullptr) return false;
   for (;;) {
     out->clear();
-    int r = CollectFrom(pool_->offset_of(top), 0, cursor, inclusive, true, out);
+    int r = CollectFrom(pool_->offset_of(top), 0, cursor, inclusive, limit, true, out);
     if (r != kRestart) return r == kFound;
   }
 }
@@ -104,7 +106,7 @@ size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   bool inclusive = true;
   size_t count = 0;
   std::vector<std::pair<std::string, std::string>> batch;
-  while (count < max_count && NextBatch(cursor, inclusive, &batch)) {
+  while (count < max_count && NextBatch(cursor, inclusive, max_count - count, &batch)) {
     for (auto& [k, v] : batch) {
       if (count >= max_count) return count;
       ++count;
