@@ -150,6 +150,47 @@ void ForEachSlot(InnerHeader* n, Fn&& fn) {
   }
 }
 
+// Calls fn(byte, child) for each non-zero child with byte >= first, in byte order, until fn
+// returns false; without allocating (scans). False if fn stopped it.
+template <typename Fn>
+bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
+  switch (static_cast<NodeType>(n->type)) {
+    case NodeType::kNode4:
+    case NodeType::kNode16: {
+      const bool n4 = n->type == static_cast<uint8_t>(NodeType::kNode4);
+      const uint8_t* keys = n4 ? reinterpret_cast<Node4*>(n)->keys : reinterpret_cast<Node16*>(n)->keys;
+      uint64_t* children =
+          n4 ? reinterpret_cast<Node4*>(n)->children : reinterpret_cast<Node16*>(n)->children;
+      for (int i = 0; i < n->count; ++i) {
+        if (keys[i] < first) continue;
+        uint64_t ref = LoadRef(&children[i]);
+        if (ref != 0 && !fn(keys[i], ref)) return false;
+      }
+      return true;
+    }
+    case NodeType::kNode48: {
+      auto* n48 = reinterpret_cast<Node48*>(n);
+      for (int b = first; b < 256; ++b) {
+        uint8_t idx = std::atomic_ref<uint8_t>(n48->index[b]).load(std::memory_order_acquire);
+        if (idx == 0) continue;
+        uint64_t ref = LoadRef(&n48->children[idx - 1]);
+        if (ref != 0 && !fn(static_cast<uint8_t>(b), ref)) return false;
+      }
+      return true;
+    }
+    case NodeType::kNode256: {
+      auto* n256 = reinterpret_cast<Node256*>(n);
+      for (int b = first; b < 256; ++b) {
+        uint64_t ref = LoadRef(&n256->children[b]);
+        if (ref != 0 && !fn(static_cast<uint8_t>(b), ref)) return false;
+      }
+      return true;
+    }
+    default:
+      return true;
+  }
+}
+
 // Adds child `ref` for byte b without copying the node, if its type allows (Node256, a
 // Node48 with a free slot, or an existing slot for b whose child was cleared). Caller holds
 // the node's lock and has persisted the child. False: copy-on-write needed.

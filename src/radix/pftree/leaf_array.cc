@@ -3,12 +3,14 @@
 #include <emmintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <new>
 
 #include "pm/alloc.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
+#include "radix/pftree/epoch.h"
 #include "radix/pftree/inner_node.h"
 
 namespace pmindex::pftree {
@@ -87,8 +89,13 @@ LeafAux* NewAux(uint32_t capacity, uint32_t entries) {
   return aux;
 }
 
+void FreeOrder(LeafOrder* order) {
+  if (order != nullptr) ::operator delete(static_cast<void*>(order));
+}
+
 void FreeAux(LeafAux* aux) {
   if (aux == nullptr) return;
+  FreeOrder(aux->order.load(std::memory_order_relaxed));
   aux->~LeafAux();
   ::operator delete(static_cast<void*>(aux), std::align_val_t{16});
 }
@@ -245,6 +252,104 @@ void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<ui
   auto less = [&](uint32_t a, uint32_t b) { return key_of(a) < key_of(b); };
   std::sort(mid, out->end(), less);
   std::inplace_merge(out->begin(), mid, out->end(), less);
+}
+
+}  // namespace pmindex::pftree
+
+namespace pmindex::pftree {
+
+namespace {
+
+// The order of a leaf built sorted: entry i is the i-th key.
+constexpr auto kIdentity = [] {
+  std::array<uint16_t, kMaxEntries> a{};
+  for (uint32_t i = 0; i < kMaxEntries; ++i) a[i] = static_cast<uint16_t>(i);
+  return a;
+}();
+
+std::string_view KeyAt(LeafHeader* l, const LeafAux* aux, uint32_t i) {
+  uint32_t pos = aux->pos[i];
+  return EntryKey(l, pos, LoadEntryHeader(l, pos));
+}
+
+// Frees orders that scans replaced once no reader can hold them (they are DRAM only).
+class OrderReclaimer final : public Reclaimer {
+ public:
+  void Reclaim(uint64_t, void* order) override { FreeOrder(static_cast<LeafOrder*>(order)); }
+};
+Reclaimer* OrderReclaimerInstance() {
+  static Reclaimer* r = new OrderReclaimer();  // never destroyed, like the Epoch it serves
+  return r;
+}
+
+}  // namespace
+
+const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n) {
+  auto less = [&](uint16_t a, uint16_t b) { return KeyAt(l, aux, a) < KeyAt(l, aux, b); };
+  for (;;) {
+    LeafOrder* cached = aux->order.load(std::memory_order_acquire);
+    const uint16_t* base = kIdentity.data();
+    uint32_t m = std::min(aux->sorted_n, *n);
+    if (cached != nullptr) {
+      base = cached->idx();
+      m = cached->covers;
+      // Published after its builder acquired count >= covers: those entries are visible.
+      if (m >= *n) {
+        *n = m;
+        return base;
+      }
+    } else if (m == *n) {
+      return base;
+    }
+    // Merge the sorted appended entries [m, n) into the base order.
+    const uint32_t total = *n, k = total - m;
+    uint16_t tail[kMaxEntries];
+    for (uint32_t i = 0; i < k; ++i) tail[i] = static_cast<uint16_t>(m + i);
+    std::sort(tail, tail + k, less);
+    size_t bytes = sizeof(LeafOrder) + 2 * size_t{total};
+    auto* built = new (::operator new(bytes)) LeafOrder{total, static_cast<uint32_t>(bytes)};
+    uint16_t* out = built->idx();
+    const uint16_t* b = base;
+    const uint16_t* const bend = base + m;
+    for (uint32_t i = 0; i < k; ++i) {
+      const uint16_t* p = std::upper_bound(b, bend, tail[i], less);
+      out = std::copy(b, p, out);
+      b = p;
+      *out++ = tail[i];
+    }
+    std::copy(b, bend, out);
+    if (aux->order.compare_exchange_strong(cached, built, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed)) {
+      if (cached != nullptr) Epoch::Get().Retire(OrderReclaimerInstance(), 0, cached);
+      return built->idx();
+    }
+    FreeOrder(built);  // another scan published first: use (or extend) its order
+  }
+}
+
+uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
+                    std::string_view key) {
+  const uint16_t* p = std::lower_bound(
+      order, order + n, key, [&](uint16_t i, std::string_view k) { return KeyAt(l, aux, i) < k; });
+  return static_cast<uint32_t>(p - order);
+}
+
+std::string CheckOrder(LeafHeader* l, LeafAux* aux) {
+  LeafOrder* order = aux->order.load(std::memory_order_acquire);
+  if (order == nullptr) return {};
+  const uint32_t n = aux->count.load(std::memory_order_acquire);
+  if (order->covers > n || order->covers <= std::min(aux->sorted_n, n))
+    return "cached key order covers " + std::to_string(order->covers) + " of " +
+           std::to_string(n) + " entries";
+  std::vector<bool> seen(order->covers);
+  const uint16_t* idx = order->idx();
+  for (uint32_t i = 0; i < order->covers; ++i) {
+    if (idx[i] >= order->covers || seen[idx[i]]) return "cached key order is no permutation";
+    seen[idx[i]] = true;
+    if (i > 0 && KeyAt(l, aux, idx[i]) < KeyAt(l, aux, idx[i - 1]))
+      return "cached key order is not sorted";
+  }
+  return {};
 }
 
 }  // namespace pmindex::pftree

@@ -66,11 +66,25 @@ static_assert(sizeof(LeafHeader) == kLeafHeaderSize);
 static_assert(offsetof(LeafHeader, depth) == 10 && offsetof(LeafHeader, capacity) == 12);
 static_assert(offsetof(LeafHeader, aux) == 16 && offsetof(LeafHeader, aux_gen) == 24);
 
+// The key order of entries [0, covers) of one leaf array: idx()[i] is the entry index of the
+// i-th smallest key. Dead entries stay in it (readers check the valid bit); a key's old and
+// new version are adjacent in either order. Immutable once published in LeafAux::order, so
+// any reader may build one from the immutable published entries, whatever writers do.
+struct LeafOrder {
+  uint32_t covers;
+  uint32_t bytes;  // of this allocation
+  uint16_t* idx() { return reinterpret_cast<uint16_t*>(this + 1); }
+};
+void FreeOrder(LeafOrder* order);
+
 // DRAM metadata of one leaf array, one allocation sized for about capacity / 16 entries
 // (and at least twice the entries the leaf starts with; at most kMaxEntries). A leaf whose
 // slots run out before its data area is rebuilt like a full one. Entries [0, count) are published;
 // pos/fp of a published entry never change. Entries [0, sorted_n) are in ascending key order
-// (the leaf was built sorted); later ones were appended. used/live are the writer's.
+// (the leaf was built sorted); later ones were appended. `order`, if set, is the key order of
+// a longer published prefix, built lazily by scans (KeyOrder) so appends stay O(1); a
+// replaced order is freed through epochs, the current one with the aux. used/live are the
+// writer's.
 struct LeafAux {
   std::atomic<uint32_t> count{0};
   uint32_t used = 0;         // bytes of the data area in use
@@ -80,9 +94,10 @@ struct LeafAux {
   uint32_t bytes = 0;        // of this allocation
   uint8_t* fp = nullptr;     // fingerprints (+16 so vector loads past count stay in bounds)
   uint16_t* pos = nullptr;   // data-area offset of each entry
+  std::atomic<LeafOrder*> order{nullptr};
 };
 LeafAux* NewAux(uint32_t capacity, uint32_t entries);
-void FreeAux(LeafAux* aux);
+void FreeAux(LeafAux* aux);  // and its current order
 
 inline char* LeafData(LeafHeader* l) { return reinterpret_cast<char*>(l) + kLeafHeaderSize; }
 inline LeafAux* AuxOf(LeafHeader* l) { return reinterpret_cast<LeafAux*>(l->aux); }
@@ -139,8 +154,24 @@ void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen
 // and sets *error if the data area is malformed.
 LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error);
 
-// Indexes of the valid entries among [0, n) in ascending key order.
+// Indexes of the valid entries among [0, n) in ascending key order, sorted from scratch
+// (verify's independent reference; scans use KeyOrder).
 void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<uint32_t>* out);
+
+// The key order of the published entries [0, *n) (dead ones included), for a reader inside an
+// Epoch::Guard; valid until the guard ends. O(1) when the cached order (or the leaf's sorted
+// run) covers *n, which it then may raise to the entries the cached order covers. Otherwise
+// the appended entries it lacks are sorted and merged into a new order that is published for
+// later scans (k log k + k log m key comparisons and one O(m) copy for k new entries).
+const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n);
+
+// First position in order[0, n) whose key is >= key.
+uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
+                    std::string_view key);
+
+// Empty if aux's cached order is a key-ordered permutation of the entries it covers, else
+// what is wrong (verify).
+std::string CheckOrder(LeafHeader* l, LeafAux* aux);
 
 }  // namespace pmindex::pftree
 

@@ -100,8 +100,9 @@ class PFTree final : public Index, private Reclaimer {
   void Retire(uint64_t ref);
   void Reclaim(uint64_t offset, void* aux) override;
 
-  // Scan: the sorted live entries of the first leaf (in key order) holding a key after
-  // `cursor` (>= if inclusive). False if there is none; *restart on a concurrent change.
+  // Scan: up to `limit` live pairs after `cursor` (>= if inclusive) in key order, from
+  // consecutive leaf arrays in one descent (fewer if a concurrent change cut the batch
+  // short). False if there is none.
   bool NextBatch(std::string_view cursor, bool inclusive, size_t limit,
                  std::vector<std::pair<std::string, std::string>>* out);
   int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive, size_t limit,

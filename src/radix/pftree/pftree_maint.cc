@@ -35,6 +35,10 @@ const IndexTraits& PFTree::Traits() {
 
 // ---- scan ----
 
+// One traversal collects from consecutive leaf arrays until the batch is full (kFound), so a
+// scan descends from the root once per batch, not once per leaf array. A leaf's pairs enter
+// the batch only after its version validated; on kRestart the batch keeps what was
+// validated (all after the cursor, in key order) and the scan resumes after its last key.
 int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive,
                         size_t limit, bool bounded, std::vector<std::pair<std::string, std::string>>* out) {
   if (IsLeafRef(ref)) {
@@ -43,20 +47,23 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) return kRestart;
     LeafAux* aux = AuxOf(leaf);
     uint32_t n = aux->count.load(std::memory_order_acquire);
-    std::vector<uint32_t> order;
-    SortedEntries(leaf, aux, n, &order);
-    out->clear();
-    for (uint32_t i : order) {
-      if (out->size() >= limit) break;  // the scan needs no more: copy no more
-      uint32_t epos = aux->pos[i];
+    const uint16_t* order = KeyOrder(leaf, aux, &n);  // cached; sorts only new appends
+    const size_t before = out->size();
+    for (uint32_t i = bounded ? LowerBound(leaf, aux, order, n, cursor) : 0;
+         i < n && out->size() < limit; ++i) {  // the scan needs no more: copy no more
+      uint32_t epos = aux->pos[order[i]];
       uint16_t h = LoadEntryHeader(leaf, epos);
+      if (!(h & kEntryValid)) continue;
       std::string_view k = EntryKey(leaf, epos, h);
-      if (bounded && (k < cursor || (k == cursor && !inclusive))) continue;
+      if (bounded && k == cursor && !inclusive) continue;
       std::string_view v = EntryValue(leaf, epos, h);
       out->emplace_back(std::string(k), std::string(v));
     }
-    if (!VersionLock::ReadValidate(&leaf->lock, version)) return kRestart;
-    return out->empty() ? kNone : kFound;
+    if (!VersionLock::ReadValidate(&leaf->lock, version)) {
+      out->resize(before);
+      return kRestart;
+    }
+    return out->size() >= limit ? kFound : kNone;
   }
   auto* node = at<InnerHeader>(ref);
   const size_t plen = node->prefix_len;
@@ -79,13 +86,13 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     start = static_cast<uint8_t>(cursor[pos]);
     exact_start = true;
   }
-  for (auto& [b, child] : LiveChildren(node)) {
-    if (b < start) continue;
-    int r = CollectFrom(child, pos + 1, cursor, inclusive, limit,
-                        bounded && exact_start && b == start,
-                        out);
-    if (r != kNone) return r;
-  }
+  int r = kNone;
+  ForEachChildFrom(node, start, [&](uint8_t b, uint64_t child) {
+    r = CollectFrom(child, pos + 1, cursor, inclusive, limit, bounded && exact_start && b == start,
+                    out);
+    return r == kNone;
+  });
+  if (r != kNone) return r;
   return VersionLock::IsObsolete(&node->lock, gen_) ? kRestart : kNone;
 }
 
@@ -94,10 +101,11 @@ bool PFTree::NextBatch(std::string_view cursor, bool inclusive, size_t limit,
   Epoch::Guard guard;
   InnerHeader* top = root();
   if (top == nullptr) return false;
-  for (;;) {
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) VersionLock::Backoff(attempt);
     out->clear();
     int r = CollectFrom(pool_->offset_of(top), 0, cursor, inclusive, limit, true, out);
-    if (r != kRestart) return r == kFound;
+    if (r != kRestart || !out->empty()) return !out->empty();
   }
 }
 
@@ -106,6 +114,7 @@ size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   bool inclusive = true;
   size_t count = 0;
   std::vector<std::pair<std::string, std::string>> batch;
+  batch.reserve(std::min<size_t>(max_count, 1024));
   while (count < max_count && NextBatch(cursor, inclusive, max_count - count, &batch)) {
     for (auto& [k, v] : batch) {
       if (count >= max_count) return count;
@@ -147,6 +156,8 @@ Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys) {
     FreeAux(scanned);
     if (!same) return Status::Corruption(where() + "DRAM metadata disagrees with the data area");
     if (aux->live == 0) return Status::Corruption(where() + "empty leaf array is reachable");
+    if (std::string e = CheckOrder(leaf, aux); !e.empty())
+      return Status::Corruption(where() + e);
     std::vector<uint32_t> order;
     SortedEntries(leaf, aux, n, &order);
     if (order.size() != aux->live) return Status::Corruption(where() + "live count wrong");
@@ -237,6 +248,8 @@ void PFTree::StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]) {
     counts[5]++;
     if (leaf->aux_gen == gen_) {
       stats->dram_bytes += AuxOf(leaf)->bytes;
+      if (LeafOrder* o = AuxOf(leaf)->order.load(std::memory_order_acquire))
+        stats->dram_bytes += o->bytes;
       stats->keys += AuxOf(leaf)->live;
     }
     return;
