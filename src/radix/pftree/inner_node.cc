@@ -93,7 +93,8 @@ std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n) {
 
 Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
-                                const std::vector<std::pair<uint8_t, uint64_t>>& children) {
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children,
+                                bool fence) {
   size_t n = children.size();
   NodeType type = n <= 4 ? NodeType::kNode4
                   : n <= 16 ? NodeType::kNode16
@@ -147,7 +148,12 @@ Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth
     default:
       break;
   }
-  pm::persist(p, size);  // before any reference to the node is stored
+  // Durable before any reference to the node is stored.
+  if (fence) {
+    pm::persist(p, size);
+  } else {
+    pm::flush(p, size);
+  }
   return *off;
 }
 

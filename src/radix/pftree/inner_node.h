@@ -197,10 +197,12 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
 bool AddChildInPlace(InnerHeader* n, uint8_t b, uint64_t ref);
 
 // Builds and persists a new node of the smallest type that holds `children` (sorted by byte,
-// non-zero refs). Returns its offset.
+// non-zero refs). Returns its offset. With fence = false it is only flushed: the caller
+// fences once, before any reference to it is stored.
 Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
-                                const std::vector<std::pair<uint8_t, uint64_t>>& children);
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children,
+                                bool fence = true);
 
 // The non-zero children of n, in byte order.
 std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n);

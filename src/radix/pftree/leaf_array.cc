@@ -155,7 +155,7 @@ size_t LeafBlockSizeFor(size_t bytes) {
 }
 
 void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
-               const std::vector<LeafItem>& items, size_t b, size_t e, bool skip_persist) {
+               const std::vector<LeafItem>& items, size_t b, size_t e, BlockPersist how) {
   std::memset(leaf, 0, kLeafHeaderSize);
   leaf->type = static_cast<uint8_t>(NodeType::kLeafArray);
   leaf->depth = depth;
@@ -170,7 +170,7 @@ void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen
     uint16_t h = MakeEntryHeader(it.key.size(), it.value.size());
     std::memcpy(data + pos, &h, 2);
     aux->pos[n] = static_cast<uint16_t>(pos);
-    aux->fp[n] = Fingerprint(it.key);
+    aux->fp[n] = it.fp;
     ++n;
     pos += static_cast<uint32_t>(EntrySize(it.key.size(), it.value.size()));
   }
@@ -185,7 +185,11 @@ void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen
   aux->count.store(n, std::memory_order_relaxed);
   leaf->aux = reinterpret_cast<uint64_t>(aux);
   leaf->aux_gen = gen;
-  if (!skip_persist) pm::persist(leaf, kLeafHeaderSize + end);
+  if (how == BlockPersist::kPersist) {
+    pm::persist(leaf, kLeafHeaderSize + end);
+  } else if (how == BlockPersist::kFlushOnly) {
+    pm::flush(leaf, kLeafHeaderSize + end);  // the caller fences before publishing
+  }
 }
 
 LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error) {
@@ -285,7 +289,7 @@ Reclaimer* OrderReclaimerInstance() {
 }  // namespace
 
 const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n) {
-  auto less = [&](uint16_t a, uint16_t b) { return KeyAt(l, aux, a) < KeyAt(l, aux, b); };
+  auto less = [&](uint16_t a, uint16_t b) { return KeyLess(KeyAt(l, aux, a), KeyAt(l, aux, b)); };
   for (;;) {
     LeafOrder* cached = aux->order.load(std::memory_order_acquire);
     const uint16_t* base = kIdentity.data();
@@ -330,7 +334,8 @@ const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n) {
 uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
                     std::string_view key) {
   const uint16_t* p = std::lower_bound(
-      order, order + n, key, [&](uint16_t i, std::string_view k) { return KeyAt(l, aux, i) < k; });
+      order, order + n, key,
+      [&](uint16_t i, std::string_view k) { return KeyLess(KeyAt(l, aux, i), k); });
   return static_cast<uint32_t>(p - order);
 }
 

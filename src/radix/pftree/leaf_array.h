@@ -34,6 +34,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,10 +133,24 @@ bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_
 // Clears entry idx's valid bit and persists it. Caller holds the lock.
 void InvalidateEntry(LeafHeader* l, LeafAux* aux, uint32_t idx);
 
-// A key-value pair to be written into a new leaf array (views into PM or the caller).
+// a < b in byte order. Compares the first 8 bytes as one big-endian word when both keys have
+// them (every integer key), so rebuild sorts and scans rarely call memcmp.
+inline bool KeyLess(std::string_view a, std::string_view b) {
+  if (a.size() >= 8 && b.size() >= 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a.data(), 8);
+    std::memcpy(&y, b.data(), 8);
+    if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y);
+  }
+  return a < b;
+}
+
+// A key-value pair to be written into a new leaf array (views into PM or the caller), with
+// its fingerprint (carried over from the old leaf's DRAM metadata on a rebuild).
 struct LeafItem {
   std::string_view key;
   std::string_view value;
+  uint8_t fp;
 };
 inline size_t ItemsBytes(const std::vector<LeafItem>& items, size_t b, size_t e) {
   size_t s = 0;
@@ -144,10 +159,14 @@ inline size_t ItemsBytes(const std::vector<LeafItem>& items, size_t b, size_t e)
 }
 // Block size for a new leaf holding `bytes` of entries, with room to grow.
 size_t LeafBlockSizeFor(size_t bytes);
+// How a new block is made durable before a reference publishes it: flushed and fenced, or
+// only flushed when the caller fences once for several blocks, or not at all (a test
+// mutant).
+enum class BlockPersist { kPersist, kFlushOnly, kSkip };
 // Writes items[b, e) (sorted) into the block at `leaf` of `block_size` bytes and makes its
-// aux. Persists the block unless `skip_persist` (a test mutant). Does not publish it.
+// aux. Does not publish it.
 void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
-               const std::vector<LeafItem>& items, size_t b, size_t e, bool skip_persist);
+               const std::vector<LeafItem>& items, size_t b, size_t e, BlockPersist how);
 
 // Rebuilds the DRAM metadata of a leaf by scanning its data area (recovery). With repair,
 // clears the earlier of two valid versions of a key (an interrupted update). Returns nullptr

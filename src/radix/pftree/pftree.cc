@@ -240,11 +240,12 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
     if (static_cast<int>(i) == idx) continue;
     uint32_t epos = aux->pos[i];
     uint16_t h = LoadEntryHeader(leaf, epos);
-    if (h & kEntryValid) items.push_back({EntryKey(leaf, epos, h), EntryValue(leaf, epos, h)});
+    if (h & kEntryValid)
+      items.push_back({EntryKey(leaf, epos, h), EntryValue(leaf, epos, h), aux->fp[i]});
   }
-  items.push_back({key, value});
+  items.push_back({key, value, fp});
   std::sort(items.begin(), items.end(),
-            [](const LeafItem& a, const LeafItem& b) { return a.key < b.key; });
+            [](const LeafItem& a, const LeafItem& b) { return KeyLess(a.key, b.key); });
   std::vector<uint64_t> allocated;
   Result<uint64_t> sub = BuildSubtree(items, 0, items.size(), leaf->depth, &allocated);
   if (!sub.ok()) {
@@ -253,6 +254,7 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
     VersionLock::Unlock(&leaf->lock, gen_);
     return {false, sub.status()};
   }
+  pm::fence();  // every block of the new part was flushed: durable before the swap
   VersionLock::MarkObsolete(&leaf->lock, gen_);
   StoreRef(slot, *sub);  // commit
   VersionLock::Unlock(&parent->lock, gen_);
@@ -261,11 +263,12 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
 }
 
 Result<uint64_t> PFTree::NewLeaf(std::string_view key, std::string_view value, uint16_t depth) {
-  std::vector<LeafItem> items{{key, value}};
+  std::vector<LeafItem> items{{key, value, Fingerprint(key)}};
   size_t block = LeafBlockSizeFor(ItemsBytes(items, 0, 1));
   Result<uint64_t> off = alloc_->allocate(block);
   if (!off.ok()) return off.status();
-  WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, 0, 1, false);
+  WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, 0, 1,
+            BlockPersist::kFlushOnly);  // callers fence before publishing it
   return *off | kLeafTag;
 }
 
@@ -284,6 +287,11 @@ PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, Inner
     VersionLock::Unlock(&node->lock, gen_);
     return {false, leaf.status()};
   }
+  // Stored in place (term, a free slot, a Node48 slot: a full Node48 then copies after all),
+  // the flushed leaf must be durable first; for a copy, one fence before the swap covers both.
+  const bool in_place =
+      term || slot != nullptr || node->type == static_cast<uint8_t>(NodeType::kNode48);
+  if (in_place) pm::fence();
   if (term) {
     StoreRef(&node->term, *leaf);  // commit
     VersionLock::Unlock(&node->lock, gen_);
@@ -304,13 +312,14 @@ PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, Inner
                   {b, *leaf});
   Result<uint64_t> copy =
       BuildInnerNode(*alloc_, base_, node->depth, {PrefixOf(node), node->prefix_len},
-                     LoadRef(&node->term), children);
+                     LoadRef(&node->term), children, /*fence=*/false);
   if (!copy.ok()) {
     FreeBlocks({RefOffset(*leaf)});
     VersionLock::Unlock(&grandparent->lock, gen_);
     VersionLock::Unlock(&node->lock, gen_);
     return {false, copy.status()};
   }
+  pm::fence();  // the flushed copy (and leaf) are durable before the swap publishes them
   VersionLock::MarkObsolete(&node->lock, gen_);
   StoreRef(FindChildSlot(grandparent, gp_byte), *copy);  // commit
   VersionLock::Unlock(&grandparent->lock, gen_);
@@ -338,7 +347,8 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
   };
   Result<uint64_t> copy =
       BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos + match + 1),
-                     prefix.substr(match + 1), LoadRef(&node->term), LiveChildren(node));
+                     prefix.substr(match + 1), LoadRef(&node->term), LiveChildren(node),
+                     /*fence=*/false);
   if (!copy.ok()) return fail(copy.status());
   allocated.push_back(*copy);
   const bool term = key.size() == pos + match;
@@ -356,8 +366,10 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
     }
   }
   Result<uint64_t> top = BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos),
-                                        prefix.substr(0, match), term ? *leaf : 0, children);
+                                        prefix.substr(0, match), term ? *leaf : 0, children,
+                                        /*fence=*/false);
   if (!top.ok()) return fail(top.status());
+  pm::fence();  // the three flushed blocks are durable before the swap publishes them
   VersionLock::MarkObsolete(&node->lock, gen_);
   StoreRef(FindChildSlot(parent, parent_byte), *top);  // commit
   VersionLock::Unlock(&parent->lock, gen_);
@@ -368,13 +380,15 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
 Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
                                       uint16_t depth, std::vector<uint64_t>* allocated) {
   const size_t bytes = ItemsBytes(items, b, e);
-  const bool skip_persist = pm::mutant("pftree.skip_split_persist");
+  // Every block is only flushed here; the caller fences once before publishing the subtree.
+  const BlockPersist how =
+      pm::mutant("pftree.skip_split_persist") ? BlockPersist::kSkip : BlockPersist::kFlushOnly;
   if (e - b == 1 || (e - b <= kRebuildMaxEntries && bytes <= kRebuildMaxBytes)) {
     size_t block = LeafBlockSizeFor(bytes);
     Result<uint64_t> off = alloc_->allocate(block);
     if (!off.ok()) return off.status();
     allocated->push_back(*off);
-    WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, skip_persist);
+    WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, how);
     return *off | kLeafTag;
   }
   // Split by the first key byte after `depth` where the keys differ. Items are sorted, so the
@@ -418,7 +432,7 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
       const Group& gr = groups[same[k]];
       allocated->push_back(offs[k]);
       WriteLeaf(pool_->at<LeafHeader>(offs[k]), gr.block, static_cast<uint16_t>(q + 1), gen_,
-                items, gr.b, gr.e, skip_persist);
+                items, gr.b, gr.e, how);
       refs[same[k]] = offs[k] | kLeafTag;
     }
   }
@@ -433,8 +447,8 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
     }
     children.emplace_back(static_cast<uint8_t>(items[groups[g].b].key[q]), refs[g]);
   }
-  Result<uint64_t> node =
-      BuildInnerNode(*alloc_, base_, depth, first.substr(depth, q - depth), term, children);
+  Result<uint64_t> node = BuildInnerNode(*alloc_, base_, depth, first.substr(depth, q - depth),
+                                         term, children, /*fence=*/false);
   if (!node.ok()) return node;
   allocated->push_back(*node);
   return *node;

@@ -89,12 +89,14 @@ class PFTree final : public Index, private Reclaimer {
                       size_t match, std::string_view key, std::string_view value);
   // Builds, off to the side, a subtree at `depth` holding items (sorted, distinct keys): one
   // leaf array if they fit, else an inner node over split groups. Returns its reference;
-  // blocks it allocated are appended to *allocated (freed by the caller on failure).
+  // blocks it allocated are appended to *allocated (freed by the caller on failure). Blocks
+  // are flushed, not fenced: the caller fences once before publishing the reference.
   Result<uint64_t> BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
                                 uint16_t depth, std::vector<uint64_t>* allocated);
   InnerHeader* root() const { return root_.load(std::memory_order_acquire); }
   // The root, created (persisted, then published with set_root) if there is none.
   Result<InnerHeader*> EnsureRoot();
+  // A one-entry leaf array, flushed but not fenced (the caller fences before publishing it).
   Result<uint64_t> NewLeaf(std::string_view key, std::string_view value, uint16_t depth);
   void FreeBlocks(const std::vector<uint64_t>& blocks);
   void Retire(uint64_t ref);
