@@ -86,12 +86,46 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     start = static_cast<uint8_t>(cursor[pos]);
     exact_start = true;
   }
+  // Children are visited kLag behind the iteration: a child's first line (a leaf's lock word
+  // and metadata pointer) is prefetched when it is found, a leaf's DRAM metadata and first
+  // data lines when it is two visits away, so they load while earlier leaves are collected.
+  // (A leaf's metadata pointer and capacity never change while it is reachable; the epoch
+  // guard keeps it allocated.)
+  constexpr int kLag = 4;
   int r = kNone;
-  ForEachChildFrom(node, start, [&](uint8_t b, uint64_t child) {
-    r = CollectFrom(child, pos + 1, cursor, inclusive, limit, bounded && exact_start && b == start,
-                    out);
+  struct Pending {
+    uint64_t ref;
+    uint8_t b;
+  } queue[kLag];
+  int queued = 0;
+  auto visit = [&](const Pending& c) {
+    r = CollectFrom(c.ref, pos + 1, cursor, inclusive, limit,
+                    bounded && exact_start && c.b == start, out);
     return r == kNone;
+  };
+  auto prefetch_leaf = [&](uint64_t ref) {
+    if (!IsLeafRef(ref)) return;
+    auto* leaf = at<LeafHeader>(ref);
+    const char* aux = reinterpret_cast<const char*>(leaf->aux);
+    for (int line = 0; line < 3; ++line) __builtin_prefetch(aux + 64 * line);
+    const size_t data_end = std::min<size_t>(leaf->capacity, 7 * 64);
+    for (size_t off = 0; off < data_end; off += 64) __builtin_prefetch(LeafData(leaf) + off);
+  };
+  ForEachChildFrom(node, start, [&](uint8_t b, uint64_t child) {
+    __builtin_prefetch(base_ + RefOffset(child));
+    if (queued == kLag) {
+      if (!visit(queue[0])) return false;
+      std::copy(queue + 1, queue + kLag, queue);
+      --queued;
+    }
+    queue[queued++] = {child, b};
+    if (queued >= 2) prefetch_leaf(queue[queued >= 3 ? 1 : 0].ref);
+    return true;
   });
+  for (int i = 0; i < queued && r == kNone; ++i) {
+    if (i + 2 < queued) prefetch_leaf(queue[i + 2].ref);
+    visit(queue[i]);
+  }
   if (r != kNone) return r;
   return VersionLock::IsObsolete(&node->lock, gen_) ? kRestart : kNone;
 }
