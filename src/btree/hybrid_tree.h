@@ -324,8 +324,14 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
   uint64_t v;
   Leaf* leaf = locate_for_read(cursor, &v);
   while (leaf != nullptr) {
-    const size_t n = Layout::CollectSorted(leaf, cursor, buf);
+    // The right neighbour's lines are requested now, so they arrive while this leaf's entries
+    // are collected and emitted (the version check below covers this read of `next`).
     const uint64_t next = LoadAcquire(leaf->next);
+    if (next != 0 && next + sizeof(Leaf) <= pool_->size()) {
+      const char* p = reinterpret_cast<const char*>(at(next));
+      for (size_t o = 0; o < sizeof(Leaf); o += 64) __builtin_prefetch(p + o);  // all layouts alike
+    }
+    const size_t n = Layout::CollectSorted(leaf, cursor, buf);
     if (!version::ReadValidate(&leaf->version, kReadersWait, v)) {
       leaf = locate_for_read(cursor, &v);  // replaced or changed: read its range again
       continue;
@@ -341,7 +347,6 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
     }
     if (next == 0) return emitted;
     leaf = at(next);
-    Layout::Prefetch(leaf);
     if (!version::ReadBegin(&leaf->version, kReadersWait, &v)) {
       cursor = std::max(cursor, Load(leaf->low_key));
       leaf = locate_for_read(cursor, &v);

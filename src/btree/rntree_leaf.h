@@ -31,11 +31,12 @@
 //            off  5  count      u8   live entries
 //            off  6  slot[58]   u8   log indexes of the live entries in key order
 //
-// Insert/update/upsert (2 persistent instructions): optimistic presence check (a
-// conditional write that must fail writes nothing); claim log entry e with a CAS on nlogs
-// (no lock); write and persist log[e]; lock the leaf; re-check the condition, write the new
-// slot array into the line that is not the truth, with seq + 1 and its CRC, persist it; flip
-// `cur`; (DS: copy into the transient line); unlock. Remove: lock, new slot line, persist (1).
+// Insert/update/upsert (2 persistent instructions): optimistic search (a conditional write
+// that must fail writes nothing); claim log entry e with a CAS on nlogs (no lock); write and
+// persist log[e]; lock the leaf; if the slot array changed since the search (the stamp of
+// ReadLine moved), search again and re-check the condition; write the new slot array into
+// the line that is not the truth, with seq + 1 and its CRC, persist it; flip `cur`; (DS:
+// copy into the transient line); unlock. Remove: search, lock, new slot line, persist (1).
 //
 // Crash argument: log[e] is durable before any slot line names it and a named entry is
 // never overwritten (append-only; the leaf is replaced, not rewritten, when its log is
@@ -116,12 +117,6 @@ struct RNTreeLayout {
   static constexpr bool kConcurrent = true;
   static constexpr bool kReadersWaitForWriters = !kDual;
 
-  // A consistent copy of the slot line readers use (8 relaxed loads).
-  static void Snapshot(const RNSlotLine& src, RNSlotLine* dst) {
-    const uint64_t* s = reinterpret_cast<const uint64_t*>(&src);
-    uint64_t* d = reinterpret_cast<uint64_t*>(dst);
-    for (int i = 0; i < 8; ++i) d[i] = Load(s[i]);
-  }
   static void Publish(RNSlotLine* dst, const RNSlotLine& src) {
     const uint64_t* s = reinterpret_cast<const uint64_t*>(&src);
     uint64_t* d = reinterpret_cast<uint64_t*>(dst);
@@ -132,37 +127,64 @@ struct RNTreeLayout {
   }
   static bool Valid(const RNSlotLine& l) { return l.crc == Crc(l); }
 
-  // The slot array readers may use right now (caller validates the leaf version).
-  static void ReaderView(const Leaf* l, RNSlotLine* view) {
+  // Readers search a slot line in place, inside an optimistic section. RNTree reads the
+  // truth: writers only ever write the other line and flip `cur` under the leaf lock, and the
+  // caller's leaf-version check tells the reader if that happened. RNTree+DS reads the
+  // transient line inside its seqlock (standing in for the paper's HTM snapshot). `stamp`
+  // changes whenever the slot array does: the leaf version (RNTree bumps it at every slot
+  // change) or the seqlock (RNTree+DS).
+  static const RNSlotLine* ReadLine(const Leaf* l, uint64_t leaf_version, uint64_t* stamp) {
     if constexpr (kDual) {
-      for (;;) {
-        const uint32_t s = LoadAcquire(l->ds_seq);
-        if (s & 1) {
-          CpuRelax();
-          continue;
-        }
-        Snapshot(l->transient, view);
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (Load(l->ds_seq) == s) break;
-      }
+      uint32_t s;
+      while ((s = LoadAcquire(l->ds_seq)) & 1) CpuRelax();
+      *stamp = s;
+      return &l->transient;
     } else {
-      Snapshot(l->line[Load(l->cur) & 1], view);
+      *stamp = leaf_version;
+      return &l->line[Load(l->cur) & 1];
     }
-    if (view->count > kCapacity) view->count = 0;  // torn view: the version check fails
+  }
+  // True if what the reader read since ReadLine was one state of the line.
+  static bool LineStable(const Leaf* l, uint64_t stamp) {
+    if constexpr (kDual) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      return Load(l->ds_seq) == stamp;
+    } else {
+      return true;  // the caller validates the leaf version
+    }
+  }
+  // The stamp ReadLine would give now; the leaf is locked, so it cannot move.
+  static uint64_t LockedStamp(const Leaf* l) {
+    if constexpr (kDual) {
+      return l->ds_seq;
+    } else {
+      return l->version & ~version::kLocked;
+    }
   }
 
-  // First position in the view with key >= key (branch-free binary search: the probes' lines
-  // were prefetched, so mispredicted branches would be most of its cost).
-  static size_t LowerBound(const Leaf* l, const RNSlotLine& v, uint64_t key) {
-    size_t n = v.count;
+  // Indexes and counts read by an optimistic reader may come from a line being rewritten:
+  // clamp them into range (one cmov each; `% kCapacity` put a multiply into every dependent
+  // probe). The reader's validation then fails.
+  static size_t Idx(const RNSlotLine& v, size_t p) {
+    const uint8_t i = Load(v.slot[p]);
+    return i < kCapacity ? i : kCapacity - 1;
+  }
+  static size_t Count(const RNSlotLine& v) {
+    const uint8_t n = Load(v.count);
+    return n <= kCapacity ? n : 0;
+  }
+
+  // First position among the first n of line v with key >= key (branch-free binary search:
+  // the probes' lines were prefetched, so mispredicted branches would be most of its cost).
+  static size_t LowerBound(const Leaf* l, const RNSlotLine& v, size_t n, uint64_t key) {
     if (n == 0) return 0;
     size_t base = 0;
     while (n > 1) {
       const size_t half = n / 2;
-      base = Load(l->log[v.slot[base + half] % kCapacity].key) < key ? base + half : base;
+      base = Load(l->log[Idx(v, base + half)].key) < key ? base + half : base;
       n -= half;
     }
-    return base + (Load(l->log[v.slot[base] % kCapacity].key) < key);
+    return base + (Load(l->log[Idx(v, base)].key) < key);
   }
 
   static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
@@ -198,26 +220,36 @@ struct RNTreeLayout {
     }
   }
 
+  // Position of `key` among the first n of line v and whether it is there.
+  static bool Search(const Leaf* l, const RNSlotLine& v, size_t n, uint64_t key, size_t* pos) {
+    const size_t p = LowerBound(l, v, n, key);
+    *pos = p;
+    return p < n && Load(l->log[Idx(v, p)].key) == key;
+  }
+
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
-    RNSlotLine v;
-    ReaderView(l, &v);
-    const size_t p = LowerBound(l, v, key);
-    if (p == v.count) return false;
-    const Entry& e = l->log[v.slot[p] % kCapacity];
-    if (Load(e.key) != key) return false;
-    *value = Load(e.value);
-    return true;
+    for (;;) {
+      uint64_t stamp;
+      const RNSlotLine& v = *ReadLine(l, 0, &stamp);
+      size_t p;
+      const bool found = Search(l, v, Count(v), key, &p);
+      if (found) *value = Load(l->log[Idx(v, p)].value);
+      if (LineStable(l, stamp)) return found;
+    }
   }
 
   static size_t CollectSorted(const Leaf* l, uint64_t from, Entry* out) {
-    RNSlotLine v;
-    ReaderView(l, &v);
-    size_t n = 0;
-    for (size_t p = from == 0 ? 0 : LowerBound(l, v, from); p < v.count; ++p) {
-      const Entry& e = l->log[v.slot[p] % kCapacity];
-      out[n++] = Entry{Load(e.key), Load(e.value)};
+    for (;;) {
+      uint64_t stamp;
+      const RNSlotLine& v = *ReadLine(l, 0, &stamp);
+      const size_t count = Count(v);
+      size_t n = 0;
+      for (size_t p = from == 0 ? 0 : LowerBound(l, v, count, from); p < count; ++p) {
+        const Entry& e = l->log[Idx(v, p)];
+        out[n++] = Entry{Load(e.key), Load(e.value)};
+      }
+      if (LineStable(l, stamp)) return n;
     }
-    return n;
   }
 
   // Under the leaf lock (or quiescent).
@@ -254,22 +286,26 @@ struct RNTreeLayout {
   }
 
   static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+    // Optimistic search first: a conditional write bound to fail consumes no log entry, and
+    // if no slot change happened by the time we hold the lock, its result still stands.
+    uint64_t stamp;
+    size_t p;
+    bool present;
+    for (;;) {
+      uint64_t v;
+      if (!version::ReadBegin(&l->version, kReadersWaitForWriters, &v)) {
+        return {Outcome::kRetry};
+      }
+      const RNSlotLine& line = *ReadLine(l, v, &stamp);
+      present = Search(l, line, Count(line), key, &p);
+      if (LineStable(l, stamp) && version::ReadValidate(&l->version, kReadersWaitForWriters, v)) {
+        break;
+      }
+    }
+    if (op == Op::kInsert && present) return {Outcome::kExists};
+    if ((op == Op::kUpdate || op == Op::kRemove) && !present) return {Outcome::kNotFound};
     int e = -1;
     if (op != Op::kRemove) {
-      if (op != Op::kUpsert) {
-        // A conditional write that is bound to fail must not consume a log entry.
-        for (;;) {
-          uint64_t v, ignored;
-          if (!version::ReadBegin(&l->version, kReadersWaitForWriters, &v)) {
-            return {Outcome::kRetry};
-          }
-          const bool present = Find(l, key, &ignored);
-          if (!version::ReadValidate(&l->version, kReadersWaitForWriters, v)) continue;
-          if (op == Op::kInsert && present) return {Outcome::kExists};
-          if (op == Op::kUpdate && !present) return {Outcome::kNotFound};
-          break;
-        }
-      }
       e = Claim(l);
       if (e < 0) {
         if (!version::Lock(&l->version)) return {Outcome::kRetry};
@@ -282,21 +318,23 @@ struct RNTreeLayout {
     // The leaf may have been replaced while we persisted: then log[e] is in a dead leaf and
     // the operation restarts from the root.
     if (!version::Lock(&l->version)) return {Outcome::kRetry};
-    const RNSlotLine& truth = l->line[l->cur];
-    const size_t n = truth.count;
-    const size_t p = LowerBound(l, truth, key);
-    const bool present = p < n && l->log[truth.slot[p]].key == key;
-    if ((op == Op::kInsert && present) ||
-        ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
-      version::Unlock(&l->version, false);  // lost a race; log[e] stays unnamed
-      return {present ? Outcome::kExists : Outcome::kNotFound};
+    const RNSlotLine* base = &l->line[l->cur];  // the truth; the stamp says if we searched it
+    if (LockedStamp(l) != stamp) {  // slots changed since the search: search again
+      present = Search(l, *base, base->count, key, &p);
+      if ((op == Op::kInsert && present) ||
+          ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
+        version::Unlock(&l->version, false);  // lost a race; log[e] stays unnamed
+        return {present ? Outcome::kExists : Outcome::kNotFound};
+      }
     }
+    const size_t n = base->count;
     RNSlotLine s{};
-    std::memcpy(s.slot, truth.slot, n);
+    std::memcpy(s.slot, base->slot, n);
     size_t m = n;
     if (op == Op::kRemove) {
       std::memmove(s.slot + p, s.slot + p + 1, n - p - 1);
       --m;
+      s.slot[m] = 0;  // unused slots stay zero
     } else if (present) {
       s.slot[p] = static_cast<uint8_t>(e);
     } else {
@@ -305,7 +343,6 @@ struct RNTreeLayout {
       ++m;
     }
     s.count = static_cast<uint8_t>(m);
-    if (m < kCapacity) std::memset(s.slot + m, 0, kCapacity - m);
     CommitSlots(l, s);
     version::Unlock(&l->version, !kDual);
     return {Outcome::kDone, m == 0};

@@ -249,9 +249,15 @@ Allocator::EpochGuard::EpochGuard(Allocator* a) : alloc_(a), outermost_(false) {
   std::atomic<uint64_t>& mine = a->thread_epoch_[slot];
   if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
   outermost_ = true;
-  mine.store(a->global_epoch_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-  // Re-read after publishing, so a concurrent advance cannot slip between load and store.
-  mine.store(a->global_epoch_.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
+  // Publish, then re-read: if the global epoch moved between our load and the store,
+  // publish again, so no advance can slip between them. One seq_cst store when it did not.
+  uint64_t e = a->global_epoch_.load(std::memory_order_relaxed);
+  for (;;) {
+    mine.store(e, std::memory_order_seq_cst);
+    const uint64_t now = a->global_epoch_.load(std::memory_order_seq_cst);
+    if (now == e) break;
+    e = now;
+  }
 }
 
 Allocator::EpochGuard::~EpochGuard() {

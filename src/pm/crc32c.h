@@ -25,6 +25,13 @@ inline uint32_t crc32c_extend(uint32_t crc, const void* p, size_t n) {
     n -= 8;
   }
   uint32_t c32 = static_cast<uint32_t>(c);
+  if (n >= 4) {  // same CRC as four byte steps, one dependent instruction instead of four
+    uint32_t w;
+    std::memcpy(&w, b, 4);
+    c32 = _mm_crc32_u32(c32, w);
+    b += 4;
+    n -= 4;
+  }
   while (n > 0) {
     c32 = _mm_crc32_u8(c32, *b++);
     --n;

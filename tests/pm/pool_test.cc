@@ -41,6 +41,27 @@ std::string MakeClosedPool(const TempDir& dir, const std::string& name) {
   return path;
 }
 
+// The header and RNTree's slot lines depend on this being the standard CRC32C whatever the
+// word steps the implementation takes.
+TEST(Crc32c, MatchesTheStandardAndABytewiseReference) {
+  EXPECT_EQ(pm::crc32c("123456789", 9), 0xE3069283u);
+  const auto bytewise = [](const unsigned char* p, size_t n) {
+    uint32_t c = ~0u;
+    for (size_t i = 0; i < n; ++i) {
+      c ^= p[i];
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+    }
+    return ~c;
+  };
+  unsigned char buf[80];
+  for (size_t i = 0; i < sizeof(buf); ++i) buf[i] = static_cast<unsigned char>(i * 37 + 11);
+  for (size_t off = 0; off < 8; ++off) {
+    for (size_t n = 0; n + off <= sizeof(buf); ++n) {
+      ASSERT_EQ(pm::crc32c(buf + off, n), bytewise(buf + off, n)) << "off " << off << " n " << n;
+    }
+  }
+}
+
 TEST(Pool, CreateThenReopenBumpsGenerationAndKeepsRoot) {
   TempDir dir;
   std::string path = dir.file("p.pool");
