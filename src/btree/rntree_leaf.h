@@ -156,9 +156,9 @@ struct RNTreeLayout {
   // The stamp ReadLine would give now; the leaf is locked, so it cannot move.
   static uint64_t LockedStamp(const Leaf* l) {
     if constexpr (kDual) {
-      return l->ds_seq;
+      return Load(l->ds_seq);
     } else {
-      return l->version & ~version::kLocked;
+      return Load(l->version) & ~version::kLocked;  // others may be trying to lock it
     }
   }
 
