@@ -53,6 +53,7 @@ struct BenchConfig {
   double seconds = 0;       // cap per measured phase; 0 = none
   uint64_t seed = 1;
   bool keep_pools = false;
+  bool prefault = true;  // Options::prefault for every pool the bench creates
   std::string trace_load, trace_run;  // both set: replay traces instead of workloads
   bool verify = true;                 // Index::verify() after each index's last workload
   bool progress = true;               // progress lines on stderr

@@ -42,6 +42,7 @@ struct BenchArgs {
   std::string json, csv, plot;
   std::vector<std::string> trace;
   bool keep_pools = false;
+  bool no_prefault = false;
   bool no_verify = false;
   bool quiet = false;
 };
@@ -113,6 +114,7 @@ int RunBenchCommand(const BenchArgs& args) {
   cfg.seconds = args.seconds;
   cfg.seed = args.seed;
   cfg.keep_pools = args.keep_pools;
+  cfg.prefault = !args.no_prefault;
   if (args.trace.size() == 2) {
     cfg.trace_load = args.trace[0];
     cfg.trace_run = args.trace[1];
@@ -267,6 +269,9 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
       ->excludes(workload_opt);
   sub->add_flag("--keep-pools", a->keep_pools,
                 "Keep each index's pool as <index>.pool in --pool-dir");
+  sub->add_flag("--no-prefault", a->no_prefault,
+                "Do not fault in each pool when it is created (then the kernel's page zeroing "
+                "lands inside measured operations)");
   sub->add_flag("--no-verify", a->no_verify, "Skip Index::verify() after each index");
   sub->add_flag("-q,--quiet", a->quiet, "No progress lines on stderr");
   sub->callback([&commands, a] { commands.selected = [a] { return RunBenchCommand(*a); }; });

@@ -61,6 +61,11 @@ struct Options {
   uint32_t write_latency_ns = 0;
   // Feed flushed lines to the XPLine media model (media writes, write amplification).
   bool model_media = true;
+  // Fault in the whole mapping when the pool opens (madvise MADV_POPULATE_WRITE), so the
+  // kernel's page allocation and zeroing are not paid inside later operations. Takes the
+  // pool's size in memory at once. Ignored for read_only pools. Default: no (`pmindex bench`
+  // turns it on, see --no-prefault).
+  bool prefault = false;
 };
 
 }  // namespace pmindex

@@ -269,6 +269,12 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
     pool->huge_pages_requested_ = true;
     madvise(pool->base_, pool->size_, MADV_HUGEPAGE);  // advisory: tmpfs may say no
   }
+  if (options.prefault && !read_only) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels say EINVAL and we go on unfaulted
+#endif
+    madvise(pool->base_, pool->size_, MADV_POPULATE_WRITE);  // writes no byte of the file
+  }
 
   pm::set_mode(options.mode);
   pm::set_write_latency_ns(options.write_latency_ns);
