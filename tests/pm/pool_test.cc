@@ -2,11 +2,13 @@
 #include "pmindex/pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include "common/test_util.h"
 #include "pm/alloc.h"
@@ -58,6 +60,28 @@ TEST(Crc32c, MatchesTheStandardAndABytewiseReference) {
   for (size_t off = 0; off < 8; ++off) {
     for (size_t n = 0; n + off <= sizeof(buf); ++n) {
       ASSERT_EQ(pm::crc32c(buf + off, n), bytewise(buf + off, n)) << "off " << off << " n " << n;
+    }
+  }
+}
+
+// Pages not yet touched are not resident; with prefault every page of the mapping is.
+TEST(Pool, PrefaultMakesEveryPageResident) {
+  for (bool prefault : {false, true}) {
+    TempDir dir;
+    Options o = SmallPool();
+    o.huge_pages = false;
+    o.prefault = prefault;
+    auto pool = Pool::Create(dir.file("p.pool"), IndexKind::kTestList, "", o);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    const size_t page = 4096, pages = (*pool)->size() / page;
+    std::vector<unsigned char> vec(pages);
+    ASSERT_EQ(mincore((*pool)->base(), (*pool)->size(), vec.data()), 0);
+    size_t resident = 0;
+    for (unsigned char v : vec) resident += v & 1;
+    if (prefault) {
+      EXPECT_EQ(resident, pages);
+    } else {
+      EXPECT_LT(resident, pages);  // the data chunks were never touched
     }
   }
 }
