@@ -93,8 +93,7 @@ std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n) {
 
 Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
-                                const std::vector<std::pair<uint8_t, uint64_t>>& children,
-                                bool fence) {
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children) {
   size_t n = children.size();
   NodeType type = n <= 4 ? NodeType::kNode4
                   : n <= 16 ? NodeType::kNode16
@@ -148,12 +147,7 @@ Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth
     default:
       break;
   }
-  // Durable before any reference to the node is stored.
-  if (fence) {
-    pm::persist(p, size);
-  } else {
-    pm::flush(p, size);
-  }
+  pm::flush(p, size);  // the caller fences before any reference to the node is stored
   return *off;
 }
 

@@ -196,13 +196,12 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
 // the node's lock and has persisted the child. False: copy-on-write needed.
 bool AddChildInPlace(InnerHeader* n, uint8_t b, uint64_t ref);
 
-// Builds and persists a new node of the smallest type that holds `children` (sorted by byte,
-// non-zero refs). Returns its offset. With fence = false it is only flushed: the caller
-// fences once, before any reference to it is stored.
+// Builds a new node of the smallest type that holds `children` (sorted by byte, non-zero
+// refs) and flushes it; the caller fences once, for every block it built, before any
+// reference to them is stored. Returns its offset.
 Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
-                                const std::vector<std::pair<uint8_t, uint64_t>>& children,
-                                bool fence = true);
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children);
 
 // The non-zero children of n, in byte order.
 std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n);

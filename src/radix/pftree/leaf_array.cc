@@ -258,10 +258,6 @@ void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<ui
   std::inplace_merge(out->begin(), mid, out->end(), less);
 }
 
-}  // namespace pmindex::pftree
-
-namespace pmindex::pftree {
-
 namespace {
 
 // The order of a leaf built sorted: entry i is the i-th key.

@@ -312,7 +312,7 @@ PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, Inner
                   {b, *leaf});
   Result<uint64_t> copy =
       BuildInnerNode(*alloc_, base_, node->depth, {PrefixOf(node), node->prefix_len},
-                     LoadRef(&node->term), children, /*fence=*/false);
+                     LoadRef(&node->term), children);
   if (!copy.ok()) {
     FreeBlocks({RefOffset(*leaf)});
     VersionLock::Unlock(&grandparent->lock, gen_);
@@ -347,8 +347,7 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
   };
   Result<uint64_t> copy =
       BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos + match + 1),
-                     prefix.substr(match + 1), LoadRef(&node->term), LiveChildren(node),
-                     /*fence=*/false);
+                     prefix.substr(match + 1), LoadRef(&node->term), LiveChildren(node));
   if (!copy.ok()) return fail(copy.status());
   allocated.push_back(*copy);
   const bool term = key.size() == pos + match;
@@ -366,8 +365,7 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
     }
   }
   Result<uint64_t> top = BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos),
-                                        prefix.substr(0, match), term ? *leaf : 0, children,
-                                        /*fence=*/false);
+                                        prefix.substr(0, match), term ? *leaf : 0, children);
   if (!top.ok()) return fail(top.status());
   pm::fence();  // the three flushed blocks are durable before the swap publishes them
   VersionLock::MarkObsolete(&node->lock, gen_);
@@ -448,7 +446,7 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
     children.emplace_back(static_cast<uint8_t>(items[groups[g].b].key[q]), refs[g]);
   }
   Result<uint64_t> node = BuildInnerNode(*alloc_, base_, depth, first.substr(depth, q - depth),
-                                         term, children, /*fence=*/false);
+                                         term, children);
   if (!node.ok()) return node;
   allocated->push_back(*node);
   return *node;
