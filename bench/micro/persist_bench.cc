@@ -5,9 +5,9 @@
 //   BM_Persist/<mode>          the seam: counters + XPLine media model + the mode's
 //                              instructions
 //   BM_PersistNoMedia/<mode>   the seam with the media model off (counters only)
-//   BM_Raw/<mode>              the same instructions inline, no counting: clwb (or the
-//                              detected flush) + sfence for adr, a compiler barrier for
-//                              eadr, nothing for volatile
+//   BM_Raw/<mode>              the same instructions without counting (pm::detail's bare
+//                              flush_lines + sfence): clwb (or the detected flush) + sfence
+//                              for adr, a compiler barrier for eadr, nothing for volatile
 //
 // Counting cost = Persist (or PersistNoMedia) / Raw - 1, per mode.
 //
@@ -89,21 +89,14 @@ void BM_Persist(benchmark::State& state, bool media) {
 void BM_Raw(benchmark::State& state) {
   Fixture& f = F();
   const PersistMode mode = ModeOf(state.range(0));
-  const pm::FlushInstruction insn = pm::flush_instruction();
   char* base = f.pool->base();
   size_t i = 0;
   for (auto _ : state) {
     char* p = base + f.offsets[i++ & (kOffsets - 1)];
     *reinterpret_cast<volatile uint64_t*>(p) = i;
     if (mode == PersistMode::kAdr) {
-      if (insn == pm::FlushInstruction::kClwb) {
-        asm volatile("clwb %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
-      } else if (insn == pm::FlushInstruction::kClflushopt) {
-        asm volatile("clflushopt %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
-      } else {
-        asm volatile("clflush %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
-      }
-      asm volatile("sfence" ::: "memory");
+      pm::detail::flush_lines(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63}, 1);
+      pm::detail::sfence();
     } else if (mode == PersistMode::kEadr) {
       std::atomic_signal_fence(std::memory_order_seq_cst);
     }

@@ -70,7 +70,9 @@ inline constinit FlushInstruction g_flush_insn = FlushInstruction::kClflush;
 inline constinit thread_local ThreadSlot* t_slot = nullptr;
 
 ThreadSlot* acquire_slot();  // first use by a thread
+// The bare instructions, uncounted: the seam below and persist_bench's baseline use them.
 void flush_lines(uintptr_t first, size_t lines);
+inline void sfence() { asm volatile("sfence" ::: "memory"); }
 void pay_latency(ThreadSlot* slot);
 
 inline ThreadSlot* slot() {
@@ -121,7 +123,7 @@ inline void fence() {
   if (detail::g_mode == PersistMode::kAdr) {
     if (s->pending_latency_ns != 0) [[unlikely]]
       detail::pay_latency(s);
-    asm volatile("sfence" ::: "memory");
+    detail::sfence();
   } else {
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
