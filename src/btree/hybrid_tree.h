@@ -328,8 +328,7 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
     // are collected and emitted (the version check below covers this read of `next`).
     const uint64_t next = LoadAcquire(leaf->next);
     if (next != 0 && next + sizeof(Leaf) <= pool_->size()) {
-      const char* p = reinterpret_cast<const char*>(at(next));
-      for (size_t o = 0; o < sizeof(Leaf); o += 64) __builtin_prefetch(p + o);  // all layouts alike
+      PrefetchLines(at(next), 0, sizeof(Leaf));  // the whole leaf, for every layout alike
     }
     const size_t n = Layout::CollectSorted(leaf, cursor, buf);
     if (!version::ReadValidate(&leaf->version, kReadersWait, v)) {

@@ -64,6 +64,13 @@ inline void StoreRelease(T& x, T v) {
 
 inline void CpuRelax() { _mm_pause(); }
 
+// Requests the cache lines of bytes [from, to) of the object at p, all at once.
+inline void PrefetchLines(const void* p, size_t from, size_t to) {
+  for (size_t off = from; off < to; off += 64) {
+    __builtin_prefetch(static_cast<const char*>(p) + off);
+  }
+}
+
 namespace version {
 
 inline constexpr uint64_t kLocked = 1;

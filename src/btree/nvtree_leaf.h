@@ -92,11 +92,7 @@ struct NVTreeLayout {
   }
 
   // Lines a lookup reads, requested together when the leaf is reached.
-  static void Prefetch(const Leaf* l) {
-    for (size_t off = 64; off < sizeof(Leaf); off += 64) {
-      __builtin_prefetch(reinterpret_cast<const char*>(l) + off);
-    }
-  }
+  static void Prefetch(const Leaf* l) { PrefetchLines(l, 64, sizeof(Leaf)); }
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
     const int i = Newest(l, key);

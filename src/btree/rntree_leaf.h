@@ -214,10 +214,7 @@ struct RNTreeLayout {
 
   // Slot lines and the log lines the binary search probes, requested together.
   static void Prefetch(const Leaf* l) {
-    const char* p = reinterpret_cast<const char*>(l);
-    for (size_t off = 64; off < offsetof(Leaf, log) + kCapacity * sizeof(Entry); off += 64) {
-      __builtin_prefetch(p + off);
-    }
+    PrefetchLines(l, 64, offsetof(Leaf, log) + kCapacity * sizeof(Entry));
   }
 
   // Position of `key` among the first n of line v and whether it is there.

@@ -104,11 +104,7 @@ struct WBTreeLayout {
   }
 
   // Lines a lookup reads (slot array, the KV lines the binary search probes), together.
-  static void Prefetch(const Leaf* l) {
-    for (size_t off = 64; off < sizeof(Leaf); off += 64) {
-      __builtin_prefetch(reinterpret_cast<const char*>(l) + off);
-    }
-  }
+  static void Prefetch(const Leaf* l) { PrefetchLines(l, 64, sizeof(Leaf)); }
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
     const size_t p = LowerBound(l, key);

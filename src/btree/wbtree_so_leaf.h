@@ -90,10 +90,7 @@ struct WBTreeSOLayout {
     pm::flush(l, offsetof(Leaf, kv) + n * sizeof(Entry));  // caller fences
   }
 
-  static void Prefetch(const Leaf* l) {
-    __builtin_prefetch(reinterpret_cast<const char*>(l) + 64);
-    __builtin_prefetch(reinterpret_cast<const char*>(l) + 128);
-  }
+  static void Prefetch(const Leaf* l) { PrefetchLines(l, 64, 192); }
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
     const uint64_t w = l->slots;
