@@ -220,18 +220,9 @@ TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
   // Keys 0..1199 share their first six bytes: a few large leaf arrays, filled in random order.
   auto key = [&] { return std::string(IntKey(rng() % 1200).view()); };
   auto check_scan = [&] {
-    std::string start = key();
-    size_t want = 1 + rng() % 500;
-    auto it = model.lower_bound(start);
-    size_t n = index->scan(start, want, [&](std::string_view k, std::string_view v) {
-      EXPECT_TRUE(it != model.end());
-      if (it == model.end()) return false;
-      EXPECT_EQ(k, it->first);
-      EXPECT_EQ(v, it->second);
-      ++it;
-      return true;
-    });
-    ASSERT_EQ(n, std::min<size_t>(want, std::distance(model.lower_bound(start), model.end())));
+    const std::string start = key();
+    const size_t want = 1 + rng() % 500;
+    ExpectScanMatchesModel(*index, model, start, want);
   };
   for (int step = 0; step < 3000; ++step) {
     std::string k = key();

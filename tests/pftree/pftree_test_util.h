@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -102,14 +104,12 @@ inline std::string ValueFor(const std::string& key, uint64_t version) {
 }
 
 // Full comparison of index and model: every model key found, scan equals the model.
-inline void ExpectSameAsModel(Index& index, const std::map<std::string, std::string>& model) {
-  for (const auto& [k, v] : model) {
-    std::string got;
-    ASSERT_TRUE(index.lookup(k, &got)) << "missing key of size " << k.size();
-    ASSERT_EQ(got, v);
-  }
-  auto it = model.begin();
-  size_t n = index.scan("", SIZE_MAX, [&](std::string_view k, std::string_view v) {
+// A scan of up to `want` entries from `start` returns the model's entries from there.
+inline void ExpectScanMatchesModel(Index& index, const std::map<std::string, std::string>& model,
+                                   const std::string& start, size_t want) {
+  auto it = model.lower_bound(start);
+  const size_t there = static_cast<size_t>(std::distance(it, model.end()));
+  size_t n = index.scan(start, want, [&](std::string_view k, std::string_view v) {
     EXPECT_TRUE(it != model.end());
     if (it == model.end()) return false;
     EXPECT_EQ(k, it->first);
@@ -117,7 +117,16 @@ inline void ExpectSameAsModel(Index& index, const std::map<std::string, std::str
     ++it;
     return true;
   });
-  ASSERT_EQ(n, model.size());
+  ASSERT_EQ(n, std::min(want, there));
+}
+
+inline void ExpectSameAsModel(Index& index, const std::map<std::string, std::string>& model) {
+  for (const auto& [k, v] : model) {
+    std::string got;
+    ASSERT_TRUE(index.lookup(k, &got)) << "missing key of size " << k.size();
+    ASSERT_EQ(got, v);
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectScanMatchesModel(index, model, "", SIZE_MAX));
 }
 
 }  // namespace pmindex::testing
