@@ -116,7 +116,7 @@ struct RunContext {
 };
 
 inline void Timed(ThreadResult& r, double ns_per_cycle, uint64_t c0) {
-  r.histogram.add(static_cast<uint64_t>(static_cast<double>(CycleNow() - c0) * ns_per_cycle));
+  r.histogram.add(static_cast<uint64_t>(static_cast<double>(CycleEnd() - c0) * ns_per_cycle));
   r.ops++;
 }
 

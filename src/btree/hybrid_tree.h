@@ -284,6 +284,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
+    __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
     const uint64_t lv = LoadAcquire(leaf->version);
     if (lv & version::kObsolete) continue;
@@ -299,6 +300,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t*
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
+    __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
     if (!version::ReadBegin(&leaf->version, kReadersWait, v)) continue;
     if (!InnerTree::validate(parent, pv)) continue;
