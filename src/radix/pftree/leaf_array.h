@@ -123,6 +123,22 @@ inline std::string_view EntryValue(LeafHeader* l, uint32_t pos, uint16_t h) {
 
 uint8_t Fingerprint(std::string_view key);
 
+// Prefetches, so the misses of one access overlap instead of following each other:
+// PrefetchLeaf when a child reference names a leaf array (its header line, which holds the
+// lock and the aux pointer, and the start of the data area: all of a minimum-size block);
+// PrefetchAux once the aux pointer is read (the fingerprint and position arrays sit behind
+// the struct in the same allocation: four lines cover a leaf array of up to ~60 entries).
+inline void PrefetchLeaf(const LeafHeader* l) {
+  for (size_t off = 0; off < kMinLeafBlock; off += 64) {
+    __builtin_prefetch(reinterpret_cast<const char*>(l) + off);
+  }
+}
+inline void PrefetchAux(const LeafAux* aux) {
+  for (size_t off = 0; off < 256; off += 64) {
+    __builtin_prefetch(reinterpret_cast<const char*>(aux) + off);
+  }
+}
+
 // Index (< n) of the newest valid entry with `key`, or -1.
 int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view key, uint8_t fp);
 

@@ -95,9 +95,11 @@ bool PFTree::lookup(std::string_view key, std::string* value) {
       }
       if (IsLeafRef(child)) {
         auto* leaf = at<LeafHeader>(child);
+        PrefetchLeaf(leaf);
         uint64_t version;
         if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) break;
         LeafAux* aux = AuxOf(leaf);
+        PrefetchAux(aux);
         uint32_t n = aux->count.load(std::memory_order_acquire);
         int idx = FindEntry(leaf, aux, n, key, fp);
         if (idx >= 0) {
@@ -182,8 +184,10 @@ Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
 PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf,
                                   std::string_view key, std::string_view value, uint8_t fp,
                                   Op op) {
+  PrefetchLeaf(leaf);
   if (!VersionLock::Lock(&leaf->lock, gen_)) return {true, {}};
   LeafAux* aux = AuxOf(leaf);
+  PrefetchAux(aux);
   const uint32_t n = aux->count.load(std::memory_order_relaxed);
   const int idx = FindEntry(leaf, aux, n, key, fp);
   switch (op) {
