@@ -2,16 +2,21 @@
 // ones, and one-byte fingerprints (a hash of each key) that lookups probe first, 16 at a
 // time with SSE2. Primitives (Götze et al.): unsorted + bitmap commit + hashing.
 //
-// Layout (1152 bytes, 18 cache lines; allocator class 1280):
+// Layout (1216 bytes, 19 cache lines; allocator class 1280):
 //
-//   line 0   off  0  bitmap   u64  persistent  bit i: kv[i] live (the commit word)
-//            off  8  next     u64  persistent  pool offset of the right neighbour
-//            off 16  low_key  u64  persistent  lower bound of the key range (immutable)
-//            off 24  version  u64  volatile    lock / version word
-//            off 32  prev     u64  volatile    DRAM pointer to the left neighbour (hint)
-//            off 40  pad      24 B
-//   line 1   off 64  fp[64]   u8   persistent  fingerprint of kv[i] (meaningful if bit i set)
-//   line 2.. off128  kv[64]   16 B each
+//   line 0   off  0  version  u64  volatile    lock / version word
+//            off  8  prev     u64  volatile    DRAM pointer to the left neighbour (hint)
+//            off 16  pad      48 B
+//   line 1   off 64  bitmap   u64  persistent  bit i: kv[i] live (the commit word)
+//            off 72  next     u64  persistent  pool offset of the right neighbour
+//            off 80  low_key  u64  persistent  lower bound of the key range (immutable)
+//            off 88  pad      40 B
+//   line 2   off128  fp[64]   u8   persistent  fingerprint of kv[i] (meaningful if bit i set)
+//   line 3.. off192  kv[64]   16 B each
+//
+// The version word has a line of its own that is never flushed: on this machine clwb evicts
+// the line it writes back, and a version word beside the bitmap made every unlock, right
+// after the bitmap's persist, miss again.
 //
 // Insert (3 persistent instructions, the RNTree paper's count): write kv[j] into a free slot,
 // persist; write fp[j], persist; set bit j with one 8-byte store, persist. Update writes the
@@ -45,18 +50,20 @@ namespace pmindex::btree {
 
 struct FPTreeLeaf {
   static constexpr size_t kCapacity = 64;
+  uint64_t version;
+  uint64_t prev;
+  uint64_t pad0[6];
   uint64_t bitmap;
   uint64_t next;
   uint64_t low_key;
-  uint64_t version;
-  uint64_t prev;
-  uint64_t pad[3];
+  uint64_t pad1[5];
   uint8_t fp[kCapacity];
   Entry kv[kCapacity];
 };
-static_assert(sizeof(FPTreeLeaf) == 1152);
-static_assert(offsetof(FPTreeLeaf, bitmap) == 0 && offsetof(FPTreeLeaf, version) == 24);
-static_assert(offsetof(FPTreeLeaf, fp) == 64 && offsetof(FPTreeLeaf, kv) == 128);
+static_assert(sizeof(FPTreeLeaf) == 1216);
+static_assert(offsetof(FPTreeLeaf, version) == 0 && offsetof(FPTreeLeaf, bitmap) == 64);
+static_assert(offsetof(FPTreeLeaf, low_key) == 80);
+static_assert(offsetof(FPTreeLeaf, fp) == 128 && offsetof(FPTreeLeaf, kv) == 192);
 
 struct FPTreeLayout {
   using Leaf = FPTreeLeaf;
@@ -67,6 +74,7 @@ struct FPTreeLayout {
   static constexpr const char* kConcurrency =
       "concurrent: optimistic inner nodes, leaf lock held through persists, readers retry";
   static constexpr size_t kCapacity = Leaf::kCapacity;
+  static constexpr uint32_t kLayoutVersion = 2;  // 2: volatile words moved to line 0
   static constexpr bool kConcurrent = true;
   static constexpr bool kReadersWaitForWriters = true;
 
@@ -104,17 +112,23 @@ struct FPTreeLayout {
     l->low_key = low_key;
     l->version = 0;
     l->prev = 0;
-    std::memset(l->pad, 0, sizeof(l->pad));
+    std::memset(l->pad0, 0, sizeof(l->pad0));
+    std::memset(l->pad1, 0, sizeof(l->pad1));
     std::memset(l->fp, 0, sizeof(l->fp));
     for (size_t i = 0; i < n; ++i) {
       l->fp[i] = Fingerprint(e[i].key);
       l->kv[i] = e[i];
     }
-    pm::flush(l, offsetof(Leaf, kv) + n * sizeof(Entry));  // caller fences
+    pm::flush(&l->bitmap, offsetof(Leaf, kv) - offsetof(Leaf, bitmap) + n * sizeof(Entry));
+    // (line 0 is volatile: recovery resets it; the caller fences)
   }
 
-  // The fingerprint line; the one KV line a match needs is known only after the probe.
-  static void Prefetch(const Leaf* l) { __builtin_prefetch(l->fp); }
+  // The bitmap and fingerprint lines; the one KV line a match needs is known only after the
+  // probe.
+  static void Prefetch(const Leaf* l) {
+    __builtin_prefetch(&l->bitmap);
+    __builtin_prefetch(l->fp);
+  }
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
     const int i = Slot(l, Load(l->bitmap), key);

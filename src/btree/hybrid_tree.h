@@ -53,6 +53,8 @@ namespace pmindex::btree {
 //
 //   offset 0  magic   kBTreeMagic once initialized
 //   offset 8  kind    IndexKind of the layout (a pool of one layout never opens as another)
+//                     | (Layout::kLayoutVersion - 1) << 32 (a leaf format a build cannot read
+//                     is refused, not misread; version 1 stores the bare kind)
 //   offset 16 head    pool offset of the leftmost leaf, 0 = empty tree
 struct BTreeRoot {
   uint64_t magic;
@@ -89,7 +91,8 @@ class HybridTree final : public Index {
 
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh) {
     auto* root = reinterpret_cast<BTreeRoot*>(pool->root_area());
-    const uint64_t kind = static_cast<uint64_t>(Layout::kKind);
+    const uint64_t kind = static_cast<uint64_t>(Layout::kKind) |
+                          uint64_t{Layout::kLayoutVersion - 1} << 32;
     if (fresh || root->magic == 0) {
       // A new tree is empty (head 0); an initialization cut short by a crash left no leaf
       // linked, so doing it again is safe. The first leaf is created by the first write.
@@ -100,6 +103,12 @@ class HybridTree final : public Index {
       pm::fence();
       root->magic = kBTreeMagic;  // commit: 8-byte store after the rest is durable
       pm::persist(&root->magic, 8);
+    } else if (root->magic == kBTreeMagic && root->kind != kind &&
+               static_cast<uint32_t>(root->kind) == static_cast<uint32_t>(kind)) {
+      return Status::NotSupported(pool->path() + ": " + std::string(Layout::kName) +
+                                  " leaf layout " + std::to_string((root->kind >> 32) + 1) +
+                                  ", this build reads layout " +
+                                  std::to_string(Layout::kLayoutVersion));
     } else if (root->magic != kBTreeMagic || root->kind != kind) {
       return Status::Corruption(pool->path() + ": root area is not a " +
                                 std::string(Layout::kName) + " tree");

@@ -114,6 +114,7 @@ struct RNTreeLayout {
             : "concurrent: lock-free log claims, persists outside the leaf lock, readers "
               "retry on slot changes";
   static constexpr size_t kCapacity = Leaf::kCapacity;
+  static constexpr uint32_t kLayoutVersion = 1;
   static constexpr bool kConcurrent = true;
   static constexpr bool kReadersWaitForWriters = !kDual;
 

@@ -71,6 +71,7 @@ struct WBTreeLayout {
       "wB+-Tree leaves (bitmap + 64-byte slot array behind a valid bit) under DRAM inner nodes";
   static constexpr const char* kConcurrency = "";
   static constexpr size_t kCapacity = Leaf::kCapacity;
+  static constexpr uint32_t kLayoutVersion = 1;
   static constexpr uint64_t kValid = Leaf::kValid;
   static constexpr uint64_t kSlotMask = Leaf::kSlotMask;
   static constexpr bool kConcurrent = false;

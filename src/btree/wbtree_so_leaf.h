@@ -60,6 +60,7 @@ struct WBTreeSOLayout {
       "wB+-Tree-SO leaves (8-byte atomic slot word, 7 entries) under DRAM inner nodes";
   static constexpr const char* kConcurrency = "";
   static constexpr size_t kCapacity = Leaf::kCapacity;
+  static constexpr uint32_t kLayoutVersion = 1;
   static constexpr bool kConcurrent = false;
   static constexpr bool kReadersWaitForWriters = true;
 

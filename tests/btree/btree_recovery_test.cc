@@ -3,6 +3,7 @@
 // is open (nothing closed, volatile leaf fields as they were) and opening the copy.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -110,6 +111,34 @@ TEST_P(BTreeRecoveryTest, RefusesOtherLayout) {
   const std::string other = GetParam() == "rntree" ? "fptree" : "rntree";
   auto idx = OpenIndex(path, BTreeOptions(), other);
   EXPECT_FALSE(idx.ok());
+}
+
+// A pool whose leaves have another layout version of the same tree (written by an older or
+// newer build) is refused with NotSupported rather than misread. The root area's kind word
+// (pool offset 1024 + 8) carries the version minus one in its upper half.
+TEST_P(BTreeRecoveryTest, RefusesOtherLeafLayoutVersion) {
+  const std::string path = dir_.file("pool");
+  {
+    auto idx = CreateIndex(GetParam(), path, BTreeOptions());
+    ASSERT_TRUE(idx.ok());
+    ASSERT_TRUE((*idx)->insert(IntKey(1), IntValue(2)).ok());
+  }
+  {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    uint64_t kind = 0;
+    ASSERT_EQ(std::fseek(f, 1024 + 8, SEEK_SET), 0);
+    ASSERT_EQ(std::fread(&kind, 8, 1, f), 1u);
+    kind = static_cast<uint32_t>(kind) | uint64_t{41} << 32;  // layout 42
+    ASSERT_EQ(std::fseek(f, 1024 + 8, SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(&kind, 8, 1, f), 1u);
+    std::fclose(f);
+  }
+  auto idx = OpenIndex(path, BTreeOptions(), GetParam());
+  ASSERT_FALSE(idx.ok());
+  EXPECT_TRUE(idx.status().IsNotSupported()) << idx.status().ToString();
+  EXPECT_NE(idx.status().ToString().find("layout 42"), std::string::npos)
+      << idx.status().ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BTreeRecoveryTest, ::testing::ValuesIn(BTreeNames()),
