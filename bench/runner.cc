@@ -65,14 +65,20 @@ class StopCheck {
 };
 
 // Runs body(thread, result) on `threads` workers as one measured phase (see runner.h).
-PhaseOutcome RunPhase(int threads, const std::function<void(int, ThreadResult&)>& body,
+// `pool` (nullptr for pool-less baselines) is the pool whose counters the phase reports.
+PhaseOutcome RunPhase(Pool* pool, int threads,
+                      const std::function<void(int, ThreadResult&)>& body,
                       std::atomic<bool>* stop) {
   PhaseOutcome out;
   PersistCounters before;
   Clock::time_point t0;
-  pm::drain_media();  // the main thread's creation/preload writes belong to no phase
+  pm::PersistContext* pc = pool != nullptr ? &pool->persist_context() : nullptr;
+  auto drain_media = [pc] {
+    if (pc != nullptr) pc->drain_media();
+  };
+  drain_media();  // the main thread's creation/preload writes belong to no phase
   auto start_phase = [&]() noexcept {
-    before = pm::counters();
+    if (pc != nullptr) before = pc->counters();
     t0 = Clock::now();
   };
   std::barrier start(threads, start_phase);
@@ -80,15 +86,15 @@ PhaseOutcome RunPhase(int threads, const std::function<void(int, ThreadResult&)>
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; t++) {
     workers.emplace_back([&, t] {
-      pm::drain_media();
+      drain_media();
       start.arrive_and_wait();
       body(t, results[t]);
-      pm::drain_media();
+      drain_media();
     });
   }
   for (std::thread& w : workers) w.join();
   const Clock::time_point t1 = Clock::now();
-  out.counters = pm::counters() - before;
+  if (pc != nullptr) out.counters = pc->counters() - before;
   out.seconds = std::chrono::duration<double>(t1 - t0).count();
   for (ThreadResult& r : results) {
     out.total.histogram.merge(r.histogram);
@@ -410,6 +416,7 @@ class Runner {
   Trace load_trace_, run_trace_;
   bool tracing_ = false;
   size_t job_ = 0, jobs_ = 0;
+  const Pool* pool_ = nullptr;  // the pool of the index being run (nullptr: baseline)
 };
 
 void Runner::Progress(const char* fmt, ...) const {
@@ -463,15 +470,13 @@ BenchResult Runner::NewResult(const std::string& index, const std::string& workl
   r.key_type = tracing_ ? "trace" : codec_->type().name();
   r.distribution = dist;
   r.mode = PersistModeName(cfg_.mode);
-  r.durability = DurabilityClass(index, cfg_.mode);
+  r.durability = pool_ != nullptr ? pool_->durability() : DurabilityClass(index, cfg_.mode);
   return r;
 }
 
 Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
   const std::string& name = reg.traits.name;
   const bool pool_backed = static_cast<bool>(reg.attach);
-  pm::set_mode(cfg_.mode);
-  pm::set_write_latency_ns(cfg_.write_latency_ns);
 
   const std::string path = cfg_.pool_dir + "/" +
                            (cfg_.keep_pools ? name + ".pool"
@@ -488,6 +493,7 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
   Options options;
   options.mode = cfg_.mode;
   options.write_latency_ns = cfg_.write_latency_ns;
+  options.model_media = true;  // media writes and write amplification are reported
   options.prefault = cfg_.prefault;
   const size_t key_size = tracing_ ? std::max(load_trace_.max_key_size, run_trace_.max_key_size)
                                    : codec_->max_size();
@@ -500,6 +506,7 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
     return Status::OK();
   }
   std::unique_ptr<Index> index = std::move(made.value());
+  pool_ = index->pool();
   if (!pool_backed && cfg_.keep_pools) {
     std::FILE* f = std::fopen((path + "/" + kBaselineMarker).c_str(), "w");
     if (f != nullptr) std::fclose(f);
@@ -528,7 +535,8 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
       StopCheck stop(cfg_.stop, 0);  // a replay is never cut short
       Index* idx = index.get();
       PhaseOutcome ph = RunPhase(
-          threads, [&](int t, ThreadResult& r) { TraceWorker(idx, trace, parts[t], stop, r); },
+          index->pool(), threads,
+          [&](int t, ThreadResult& r) { TraceWorker(idx, trace, parts[t], stop, r); },
           cfg_.stop);
       BenchResult r = NewResult(name, names[i], threads, "trace");
       r.keys = live;
@@ -550,7 +558,8 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
       StopCheck stop(cfg_.stop, 0);
       const uint64_t end = space.hi.load() + cfg_.keys;
       PhaseOutcome ph = RunPhase(
-          threads, [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); }, cfg_.stop);
+          index->pool(), threads, [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); },
+          cfg_.stop);
       if (ph.interrupted) return Status::Busy("interrupted");
       if (measured) {
         BenchResult r = NewResult(name, "load", threads, insert_dist);
@@ -593,15 +602,18 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
           r.note = "close failed: " + s.ToString();
         }
         index.reset();
-        pm::drain_media();
-        const PersistCounters before = pm::counters();
+        pool_ = nullptr;
         const Clock::time_point t0 = Clock::now();
         Options reopen = options;
         reopen.prefault = false;  // recovery time is the index's, not the page tables'
         Result<std::unique_ptr<Index>> reopened = OpenIndex(path, reopen, name);
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-        pm::drain_media();
-        r.counters = pm::counters() - before;
+        if (reopened.ok()) {  // the reopened pool's seam counted exactly the open
+          pm::PersistContext& pc = reopened.value()->pool()->persist_context();
+          pc.drain_media();
+          r.counters = pc.counters();
+          pool_ = reopened.value()->pool();
+        }
         if (!reopened.ok()) {
           report_->skipped.push_back(name + ": recovery failed: " + reopened.status().ToString());
           report_->verify_failed = true;
@@ -643,11 +655,10 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
       PhaseOutcome ph;
       if (w.mix.insert == 100) {
         const uint64_t end = hi + cfg_.ops;
-        ph = RunPhase(threads, [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); },
-                      cfg_.stop);
+        ph = RunPhase(index->pool(), threads,
+                      [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); }, cfg_.stop);
       } else {
-        ph = RunPhase(
-            threads,
+        ph = RunPhase(index->pool(), threads,
             [&](int t, ThreadResult& r) {
               const uint64_t mine = cfg_.ops / threads + (static_cast<uint64_t>(t) <
                                                           cfg_.ops % threads);

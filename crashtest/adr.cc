@@ -29,13 +29,15 @@ class FenceCounter : public pm::PersistHook {
 
 // What the workload is doing right now; forked verifiers read it.
 struct LiveState {
+  bool created = false;         // CreateIndex returned: the pool exists under its name
   Model model;                  // acknowledged operations
   const Op* inflight = nullptr;  // the operation in progress, if any
   std::string phase = "create";
 };
 
-Options PoolOptions(const CampaignOptions& o, bool read_only) {
+Options PoolOptions(const CampaignOptions& o, bool read_only, PersistHook* hook = nullptr) {
   Options opts;
+  opts.persist_hook = hook;
   opts.pool_size = o.pool_size;
   opts.mode = PersistMode::kAdr;
   opts.huge_pages = false;
@@ -72,74 +74,46 @@ Status CheckRecoveryCrash(const CampaignOptions& o, const IndexRegistration& reg
   if (Status s = CopyFile(image, scratch); !s.ok()) return s;
   Status result;
   {
-    Result<std::unique_ptr<Pool>> pool = Pool::Open(scratch, reg.traits.kind, PoolOptions(o, false));
-    if (!pool.ok()) {
-      ::unlink(scratch.c_str());
-      return pool.status().WithContext("recovery (second-crash copy)");
-    }
     pm::crash::TrackerOptions t;
     t.seed = seed;
     t.random_images = 2;
     t.image_dir = o.dir;
     t.timeout_seconds = o.timeout_seconds;
     t.max_failures = 1;
-    char* base = pool.value()->base();
-    const size_t size = pool.value()->size();
     pm::crash::CrashTracker tracker(
-        base, size, t,
-        [&](const std::string& path, uint64_t, const std::string&) -> Status {
+        t, [&](const std::string& path, uint64_t, const std::string&) -> Status {
           return CheckImage(o, path, before, inflight, int_keys, nullptr, nullptr);
         });
-    tracker.set_extent([base, size] { return pm::crash::PoolUsedExtent(base, size); });
-    tracker.install();
-    Result<std::unique_ptr<Index>> index = reg.attach(std::move(pool).value(), false);
-    Status s = index.ok() ? index.value()->recover() : index.status();
-    if (s.ok()) {
-      Index* idx = index.value().get();
-      s = idx->pool()->allocator().rebuild([&](BlockVisitor& v) { return idx->visit_blocks(v); });
-    }
-    tracker.crash_point();
-    tracker.uninstall();
+    tracker.use_pool_extent();
+    // The registry's own open sequence, every fence of it (generation bump, recovery,
+    // allocator rebuild) a crash point.
+    Result<std::unique_ptr<Index>> index =
+        OpenIndex(scratch, PoolOptions(o, false, &tracker), reg.traits.name);
+    if (index.ok()) tracker.crash_point();
     if (!tracker.report().failures.empty()) {
       const pm::crash::CrashFailure& f = tracker.report().failures.front();
       result = Status::Corruption("second crash during recovery, at recovery fence " +
                                   std::to_string(f.point) + " image " + f.image + ": " +
                                   f.message);
-    } else if (!s.ok()) {
-      result = s.WithContext("recovery (second-crash copy)");
+    } else if (!index.ok()) {
+      result = index.status().WithContext("recovery (second-crash copy)");
     }
   }
   ::unlink(scratch.c_str());
   return result;
 }
 
-// Creates the index on a fresh pool as CreateIndex does, but with `on_mapped` called once
-// the pool is mapped and before the index initializes it (so creation is tracked too).
-Result<std::unique_ptr<Index>> CreateTracked(const CampaignOptions& o, const IndexRegistration& reg,
-                                             const std::string& path,
-                                             const std::function<void(Pool&)>& on_mapped) {
-  {
-    Result<std::unique_ptr<Pool>> fresh =
-        Pool::Create(path, reg.traits.kind, reg.params, PoolOptions(o, false));
-    if (!fresh.ok()) return fresh.status();
-    if (Status s = fresh.value()->Close(); !s.ok()) return s;
-  }
-  Result<std::unique_ptr<Pool>> pool = Pool::Open(path, reg.traits.kind, PoolOptions(o, false));
-  if (!pool.ok()) return pool.status();
-  on_mapped(*pool.value());
-  return reg.attach(std::move(pool).value(), /*fresh=*/true);
-}
-
 // Runs the workload: creation, every op in lockstep with the model. Stops early when
 // `stop` says so. Returns a non-OK Status if the live index disagreed with the model.
 Status RunWorkload(const CampaignOptions& o, const IndexRegistration& reg,
                    const std::string& path, const std::vector<Op>& ops, LiveState& state,
-                   const std::function<void(Pool&)>& on_mapped,
-                   const std::function<bool()>& stop, const std::function<void()>& at_end,
-                   uint64_t* executed) {
+                   PersistHook* hook, const std::function<bool()>& stop,
+                   const std::function<void()>& at_end, uint64_t* executed) {
   const bool int_keys = !reg.traits.byte_keys;
-  Result<std::unique_ptr<Index>> created = CreateTracked(o, reg, path, on_mapped);
+  Result<std::unique_ptr<Index>> created =
+      CreateIndex(reg.traits.name, path, PoolOptions(o, false, hook));
   if (!created.ok()) return created.status().WithContext("create");
+  state.created = true;
   std::unique_ptr<Index> index = std::move(created).value();
   Status result;
   for (size_t i = 0; i < ops.size() && !stop(); ++i) {
@@ -234,9 +208,8 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
     FenceCounter counter;
     LiveState dry;
     uint64_t executed = 0;
-    Status s = RunWorkload(o, *reg, path, ops, dry,
-                           [&](Pool&) { pm::set_hook(&counter); }, [] { return false; },
-                           [] { pm::set_hook(nullptr); }, &executed);
+    Status s = RunWorkload(o, *reg, path, ops, dry, &counter, [] { return false; }, [] {},
+                           &executed);
     ::unlink(path.c_str());
     const uint64_t total = counter.fences + 1;  // + the point after the last operation
     std::vector<uint64_t> all(total);
@@ -250,8 +223,10 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
 
   LiveState state;
   const bool int_keys = !reg->traits.byte_keys;
-  std::unique_ptr<pm::crash::CrashTracker> tracker;
   auto verifier = [&](const std::string& image, uint64_t point, const std::string& name) -> Status {
+    // Creation publishes the pool under its name only once it is complete: a crash before
+    // that leaves no pool to recover.
+    if (!state.created) return Status::OK();
     const std::vector<const Op*> inflight = Inflight(state);
     Model matched;
     std::unique_ptr<Index> index;
@@ -267,29 +242,20 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
       return CheckRecoveryCrash(o, *reg, image, state.model, inflight, int_keys, h);
     return Status::OK();
   };
-  auto on_mapped = [&](Pool& pool) {
-    tracker = std::make_unique<pm::crash::CrashTracker>(pool.base(), pool.size(), t, verifier);
-    char* base = pool.base();
-    const size_t size = pool.size();
-    tracker->set_extent([base, size] { return pm::crash::PoolUsedExtent(base, size); });
-    tracker->set_context([&state] { return state.phase; });
-    tracker->set_on_failure([&](const pm::crash::CrashFailure& f) {
-      if (o.log)
-        o.log("  FAIL " + o.index + " adr point " + std::to_string(f.point) + " image " + f.image +
-              " during " + f.context + ": " + f.message + "\n    replay: " +
-              ReplayCommand(o, "adr", f.point, f.image));
-    });
-    tracker->install();
-  };
-  auto at_end = [&] {
-    if (tracker == nullptr) return;
-    tracker->crash_point();  // the state after the last operation is a crash point too
-    tracker->uninstall();
-  };
-  Status live = RunWorkload(o, *reg, path, ops, state, on_mapped,
-                            [&] { return tracker != nullptr && tracker->done(); }, at_end,
-                            &res.ops);
-  if (tracker != nullptr) {
+  auto tracker = std::make_unique<pm::crash::CrashTracker>(t, verifier);
+  tracker->use_pool_extent();
+  tracker->set_context([&state] { return state.phase; });
+  tracker->set_on_failure([&](const pm::crash::CrashFailure& f) {
+    if (o.log)
+      o.log("  FAIL " + o.index + " adr point " + std::to_string(f.point) + " image " + f.image +
+            " during " + f.context + ": " + f.message + "\n    replay: " +
+            ReplayCommand(o, "adr", f.point, f.image));
+  });
+  // The state after the last operation is a crash point too.
+  auto at_end = [&] { tracker->crash_point(); };
+  Status live = RunWorkload(o, *reg, path, ops, state, tracker.get(),
+                            [&] { return tracker->done(); }, at_end, &res.ops);
+  {
     const pm::crash::TrackerReport& r = tracker->report();
     res.fences = r.fences;
     res.points = r.points_checked;

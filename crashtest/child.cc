@@ -41,7 +41,6 @@ Status RunInChild(const std::function<Status()>& fn, double timeout_seconds) {
   }
   if (pid == 0) {
     ::close(fds[0]);
-    pm::set_hook(nullptr);
     Status s = fn();
     std::string msg = s.ok() ? std::string("OK") : "FAIL" + s.ToString();
     const char* p = msg.data();

@@ -73,16 +73,17 @@ void SetLabel(benchmark::State& state, PersistMode mode) {
 void BM_Persist(benchmark::State& state, bool media) {
   Fixture& f = F();
   const PersistMode mode = ModeOf(state.range(0));
-  pm::set_mode(mode);
-  pm::set_model_media(media);
+  pm::PersistSettings settings;
+  settings.mode = mode;
+  settings.model_media = media;
+  pm::PersistContext pc(settings);  // a seam of its own over the fixture's mapping
   char* base = f.pool->base();
   size_t i = 0;
   for (auto _ : state) {
     char* p = base + f.offsets[i++ & (kOffsets - 1)];
     *reinterpret_cast<volatile uint64_t*>(p) = i;
-    pm::persist(p, 8);
+    pc.persist(p, 8);
   }
-  pm::set_model_media(true);
   SetLabel(state, mode);
 }
 

@@ -4,6 +4,7 @@
 #ifndef PMINDEX_OPTIONS_H_
 #define PMINDEX_OPTIONS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,8 +12,9 @@
 namespace pmindex {
 
 // Which instructions the persistence seam executes (doc/metrics.md, DESIGN.md section 2).
-// The mode is process-wide: opening a pool sets it. The flush/fence *counters* do not depend
-// on the mode; they count what the index asked for.
+// Each pool has its own mode, fixed when it opens; pools in one process never affect each
+// other. The flush/fence *counters* do not depend on the mode; they count what the index
+// asked for.
 enum class PersistMode : uint8_t {
   kAdr = 0,       // clwb (or clflushopt/clflush) per line + sfence: safe on ADR platforms
   kEadr = 1,      // no flush, compiler barrier only: safe on eADR and against process crash
@@ -33,6 +35,21 @@ enum class StoreGranularity : uint8_t {
   kByte = 2,       // eADR: stores reach persistence domain when visible
 };
 
+// Receives one pool's stream of flushes and fences (the crash tracker, a tracer). Handed to
+// a pool through Options::persist_hook; it then sees every flush and fence of that pool and
+// of no other, from the pool's first write (the generation bump at open) to its close.
+// Called in every mode (the hook sees what the code asked for), from the writing thread.
+class PersistHook {
+ public:
+  virtual ~PersistHook() = default;
+  // The pool's mapping, once, before any flush of it.
+  virtual void on_map(void* base, size_t size) {}
+  // `lines` cache lines starting at address first_line (64-byte aligned) are flushed.
+  virtual void on_flush(uintptr_t first_line, size_t lines) = 0;
+  // A fence: earlier flushes of this pool complete.
+  virtual void on_fence() = 0;
+};
+
 struct Options {
   // ---- behaviour ----
 
@@ -42,7 +59,10 @@ struct Options {
   bool error_if_exists = false;
   // Size of a new pool in bytes (rounded up to 2 MiB). Default 1 GiB.
   uint64_t pool_size = 1ull << 30;
-  // Persistence mode set process-wide when the pool opens. Default: adr.
+  // Persistence mode of this pool. Default: adr. On a page-granularity mapping of a file
+  // system (an ordinary file on ext4/xfs, not DAX, not tmpfs), adr persists by msync of the
+  // touched pages, since cache flushes do not reach a disk (Pool::durability() says what a
+  // crash preserves).
   PersistMode mode = PersistMode::kAdr;
   // Granularity required of the medium; opening fails with NotSupported if the medium
   // offers a coarser one. Default: page (any file).
@@ -51,6 +71,9 @@ struct Options {
   // and even index writes work on a private copy and vanish at close (pmindex check/dump,
   // the crash campaign's checks of recovered images).
   bool read_only = false;
+  // Optional observer of this pool's flushes and fences (not owned; must outlive the pool).
+  // Default: none.
+  PersistHook* persist_hook = nullptr;
 
   // ---- performance ----
 
@@ -59,8 +82,10 @@ struct Options {
   // Extra latency in ns per flushed cache line, paid by spinning at the next fence, to
   // emulate media slower than this machine's DRAM (as WORT, ROART and CCEH did). Default 0.
   uint32_t write_latency_ns = 0;
-  // Feed flushed lines to the XPLine media model (media writes, write amplification).
-  bool model_media = true;
+  // Feed flushed lines to the XPLine media model (media writes and write amplification in
+  // the pool's counters). A research instrument that costs time per flush. Default: off
+  // (`pmindex bench` turns it on).
+  bool model_media = false;
   // Fault in the whole mapping when the pool opens (madvise MADV_POPULATE_WRITE), so the
   // kernel's page allocation and zeroing are not paid inside later operations. Takes the
   // pool's size in memory at once. Ignored for read_only pools. Default: no (`pmindex bench`

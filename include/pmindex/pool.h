@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "pmindex/options.h"
+#include "pmindex/stats.h"
 #include "pmindex/status.h"
 
 struct pmem2_map;
@@ -29,6 +30,7 @@ namespace pmindex {
 
 namespace pm {
 class Allocator;
+class PersistContext;
 }
 
 // The index kind stored in a pool header. Values are part of the on-media format:
@@ -122,6 +124,15 @@ class Pool {
   bool huge_pages_requested() const { return huge_pages_requested_; }
   // The store granularity libpmem2 reported for the mapping.
   StoreGranularity granularity() const { return granularity_; }
+  // True if the file lives in memory (tmpfs, ramfs, hugetlbfs): it survives a process crash
+  // but not a power loss, whatever the mode.
+  bool memory_backed() const { return memory_backed_; }
+  // What a crash preserves for this pool, from its mode and its mapping together, e.g.
+  // "survives power loss (ADR)" or "survives process crash; power loss needs PM (file in
+  // memory: tmpfs)".
+  std::string durability() const;
+  // This pool's persistence counters (flushes, fences, media writes), summed over threads.
+  PersistCounters counters() const;
 
   // Address of an offset and offset of an address. Offset 0 is null.
   char* base() const { return base_; }
@@ -146,6 +157,9 @@ class Pool {
   char* root_area() const;
 
   pm::Allocator& allocator() { return *allocator_; }
+  // The persistence seam of this pool (src/pm/persist.h): every write to the pool is made
+  // durable through it.
+  pm::PersistContext& persist_context() const { return *persist_; }
 
  private:
   Pool() = default;
@@ -158,12 +172,20 @@ class Pool {
   bool was_dirty_ = false;
   bool huge_pages_requested_ = false;
   StoreGranularity granularity_ = StoreGranularity::kPage;
+  bool memory_backed_ = false;
+  std::string memory_fs_;  // "tmpfs", "ramfs", "hugetlbfs" when memory_backed_
   int fd_ = -1;
   char* base_ = nullptr;
   uint64_t size_ = 0;
   ::pmem2_map* map_ = nullptr;
+  std::unique_ptr<pm::PersistContext> persist_;
   std::unique_ptr<pm::Allocator> allocator_;
 };
+
+// What a crash preserves for a pool in `mode` on a mapping of `granularity`; `memory_fs`
+// names the file system when the file lives in memory (tmpfs), else empty.
+std::string DescribeDurability(PersistMode mode, StoreGranularity granularity,
+                               std::string_view memory_fs);
 
 }  // namespace pmindex
 

@@ -106,7 +106,7 @@ struct FPTreeLayout {
     return -1;
   }
 
-  static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
+  static void Init(pm::PersistContext& pc, Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
     l->bitmap = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
     l->next = next;
     l->low_key = low_key;
@@ -119,7 +119,7 @@ struct FPTreeLayout {
       l->fp[i] = Fingerprint(e[i].key);
       l->kv[i] = e[i];
     }
-    pm::flush(&l->bitmap, offsetof(Leaf, kv) - offsetof(Leaf, bitmap) + n * sizeof(Entry));
+    pc.flush(&l->bitmap, offsetof(Leaf, kv) - offsetof(Leaf, bitmap) + n * sizeof(Entry));
     // (line 0 is volatile: recovery resets it; the caller fences)
   }
 
@@ -150,7 +150,7 @@ struct FPTreeLayout {
 
   static size_t LiveCount(const Leaf* l) { return __builtin_popcountll(Load(l->bitmap)); }
 
-  static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
     if (!version::Lock(&l->version)) return {Outcome::kRetry};
     uint64_t bitmap = l->bitmap;
     const int i = Slot(l, bitmap, key);
@@ -172,13 +172,13 @@ struct FPTreeLayout {
       if (i >= 0) next_bitmap &= ~(uint64_t{1} << i);
       if (reorder) {  // the bug: commit first, then the data
         Store(l->bitmap, next_bitmap);
-        pm::persist(&l->bitmap, 8);
+        pc.persist(&l->bitmap, 8);
       }
       Store(l->kv[j].key, key);
       Store(l->kv[j].value, value);
-      pm::persist(&l->kv[j], sizeof(Entry));  // pair durable before its fingerprint
+      pc.persist(&l->kv[j], sizeof(Entry));  // pair durable before its fingerprint
       Store(l->fp[j], Fingerprint(key));
-      pm::persist(&l->fp[j], 1);  // and both before the bitmap names them
+      pc.persist(&l->fp[j], 1);  // and both before the bitmap names them
       if (reorder) {
         version::Unlock(&l->version, true);
         return {Outcome::kDone};
@@ -186,12 +186,12 @@ struct FPTreeLayout {
       bitmap = next_bitmap;
     }
     Store(l->bitmap, bitmap);  // commit: one 8-byte store
-    pm::persist(&l->bitmap, 8);
+    pc.persist(&l->bitmap, 8);
     version::Unlock(&l->version, true);
     return {Outcome::kDone, bitmap == 0};
   }
 
-  static Status Recover(Leaf* l) {
+  static Status Recover(pm::PersistContext& pc, Leaf* l) {
     l->prev = 0;
     return Verify(l);
   }

@@ -99,10 +99,11 @@ class HybridTree final : public Index {
       // (A read-only pool is mapped copy-on-write: these writes never reach its file.)
       root->head = 0;
       root->kind = kind;
-      pm::flush(root, sizeof(*root));
-      pm::fence();
+      pm::PersistContext& pc = pool->persist_context();
+      pc.flush(root, sizeof(*root));
+      pc.fence();
       root->magic = kBTreeMagic;  // commit: 8-byte store after the rest is durable
-      pm::persist(&root->magic, 8);
+      pc.persist(&root->magic, 8);
     } else if (root->magic == kBTreeMagic && root->kind != kind &&
                static_cast<uint32_t>(root->kind) == static_cast<uint32_t>(kind)) {
       return Status::NotSupported(pool->path() + ": " + std::string(Layout::kName) +
@@ -190,6 +191,7 @@ class HybridTree final : public Index {
  private:
   explicit HybridTree(std::unique_ptr<Pool> pool)
       : pool_(std::move(pool)),
+        pc_(&pool_->persist_context()),
         base_(pool_->base()),
         root_(reinterpret_cast<BTreeRoot*>(pool_->root_area())) {}
 
@@ -224,6 +226,7 @@ class HybridTree final : public Index {
   }
 
   std::unique_ptr<Pool> pool_;
+  pm::PersistContext* pc_;  // the pool's persistence seam
   char* base_;
   BTreeRoot* root_;
   InnerTree inner_;
@@ -266,7 +269,7 @@ Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
       if (Status s = create_first_leaf(); !s.ok()) return s;
       continue;
     }
-    const WriteResult r = Layout::Write(leaf, op, k, v);
+    const WriteResult r = Layout::Write(*pc_, leaf, op, k, v);
     switch (r.outcome) {
       case Outcome::kDone:
         if (r.now_empty) try_unlink_empty(leaf);
@@ -372,10 +375,10 @@ Status HybridTree<Layout>::create_first_leaf() {
   Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
   if (!block.ok()) return block.status();
   Leaf* leaf = at(*block);
-  Layout::Init(leaf, /*low_key=*/0, /*next=*/0, nullptr, 0);
-  pm::fence();  // the leaf is durable before the head names it
+  Layout::Init(*pc_, leaf, /*low_key=*/0, /*next=*/0, nullptr, 0);
+  pc_->fence();  // the leaf is durable before the head names it
   StoreRelease(root_->head, *block);
-  pm::persist(&root_->head, 8);  // commit: crash before -> empty tree, block freed by rebuild
+  pc_->persist(&root_->head, 8);  // commit: crash before -> empty tree, block freed by rebuild
   set_prev(leaf, nullptr);
   inner_.init_single(leaf);
   return Status::OK();
@@ -438,15 +441,15 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   Leaf* a = at(blocks[0]);
   Leaf* b = parts == 2 ? at(blocks[1]) : nullptr;
   const size_t left = parts == 2 ? n / 2 : n;
-  if (b != nullptr) Layout::Init(b, buf[left].key, succ, buf + left, n - left);
-  Layout::Init(a, low, b != nullptr ? blocks[1] : succ, buf, left);
-  pm::fence();  // new leaves durable before they become reachable
+  if (b != nullptr) Layout::Init(*pc_, b, buf[left].key, succ, buf + left, n - left);
+  Layout::Init(*pc_, a, low, b != nullptr ? blocks[1] : succ, buf, left);
+  pc_->fence();  // new leaves durable before they become reachable
 
   uint32_t idx;
   InnerTree::Node* parent = inner_.lock_parent(low, leaf, b != nullptr, &idx);
   uint64_t* link = pred != nullptr ? &pred->next : &root_->head;
   StoreRelease(*link, blocks[0]);
-  pm::persist(link, 8);  // commit point of the split (see the header's crash argument)
+  pc_->persist(link, 8);  // commit point of the split (see the header's crash argument)
   set_prev(a, pred);
   if (b != nullptr) set_prev(b, a);
   if (succ != 0) set_prev(at(succ), b != nullptr ? b : a);
@@ -479,7 +482,7 @@ void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
   }
   const uint64_t succ = Load(leaf->next);
   StoreRelease(pred->next, succ);
-  pm::persist(&pred->next, 8);  // commit: before, an empty leaf is linked (a valid state)
+  pc_->persist(&pred->next, 8);  // commit: before, an empty leaf is linked (a valid state)
   if (succ != 0) set_prev(at(succ), pred);
   InnerTree::remove_child(parent, idx);
   InnerTree::unlock(parent);
@@ -500,7 +503,7 @@ Status HybridTree<Layout>::recover() {
     }
     if (leaves.size() >= max_leaves) return Status::Corruption("leaf chain has a cycle");
     Leaf* leaf = at(o);
-    if (Status s = Layout::Recover(leaf); !s.ok()) {
+    if (Status s = Layout::Recover(*pc_, leaf); !s.ok()) {
       return s.WithContext("leaf at offset " + std::to_string(o));
     }
     const uint64_t low = leaf->low_key;

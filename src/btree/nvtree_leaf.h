@@ -85,7 +85,7 @@ struct NVTreeLayout {
     return -1;
   }
 
-  static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
+  static void Init(pm::PersistContext& pc, Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
     l->next = next;
     l->low_key = low_key;
     l->count = n;
@@ -97,7 +97,7 @@ struct NVTreeLayout {
     std::memset(l->pad1, 0, sizeof(l->pad1));
     std::copy(e, e + n, l->entries);
     // Line 0 is volatile (recovery resets it); the caller fences.
-    pm::flush(&l->next, offsetof(Leaf, entries) - offsetof(Leaf, next) + n * sizeof(Entry));
+    pc.flush(&l->next, offsetof(Leaf, entries) - offsetof(Leaf, next) + n * sizeof(Entry));
   }
 
   // Lines a lookup reads, requested together when the leaf is reached.
@@ -136,7 +136,7 @@ struct NVTreeLayout {
 
   static size_t LiveCount(const Leaf* l) { return l->live; }
 
-  static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
     if (!version::Lock(&l->version)) return {Outcome::kRetry};
     const int i = Newest(l, key);
     const bool present = i >= 0 && !(l->tombstones >> i & 1);
@@ -151,17 +151,17 @@ struct NVTreeLayout {
     if (l->count == kCapacity) return {Outcome::kFull};
     const uint64_t j = l->count;
     l->entries[j] = Entry{key, op == Op::kRemove ? 0 : value};
-    if (!pm::mutant("nvtree.skip_entry_persist")) pm::flush(&l->entries[j], sizeof(Entry));
+    if (!pm::mutant("nvtree.skip_entry_persist")) pc.flush(&l->entries[j], sizeof(Entry));
     // Bit j may be stale from an append a crash cut short: always write it for this entry.
     const uint64_t bit = uint64_t{1} << j;
     const uint64_t tomb = op == Op::kRemove ? l->tombstones | bit : l->tombstones & ~bit;
     if (tomb != l->tombstones) {
       l->tombstones = tomb;
-      pm::flush(&l->tombstones, 8);
+      pc.flush(&l->tombstones, 8);
     }
-    pm::fence();                  // entry durable before the count covers it
+    pc.fence();                  // entry durable before the count covers it
     l->count = j + 1;             // commit
-    pm::persist(&l->count, 8);
+    pc.persist(&l->count, 8);
     if (op == Op::kRemove) {
       --l->live;
     } else if (!present) {
@@ -172,7 +172,7 @@ struct NVTreeLayout {
   }
 
   // Resets volatile fields and checks the commit word.
-  static Status Recover(Leaf* l) {
+  static Status Recover(pm::PersistContext& pc, Leaf* l) {
     if (l->count > kCapacity) return Status::Corruption("count " + std::to_string(l->count));
     l->prev = 0;
     Entry buf[kCapacity];

@@ -188,7 +188,7 @@ struct RNTreeLayout {
     return base + (Load(l->log[Idx(v, base)].key) < key);
   }
 
-  static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
+  static void Init(pm::PersistContext& pc, Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
     l->next = next;
     l->low_key = low_key;
     l->version = 0;
@@ -209,8 +209,8 @@ struct RNTreeLayout {
     l->line[0] = s;
     l->transient = s;
     std::copy(e, e + n, l->log);
-    pm::flush(l, offsetof(Leaf, transient));                        // header + both lines
-    pm::flush(l->log, n * sizeof(Entry));                           // caller fences
+    pc.flush(l, offsetof(Leaf, transient));                        // header + both lines
+    pc.flush(l->log, n * sizeof(Entry));                           // caller fences
   }
 
   // Slot lines and the log lines the binary search probes, requested together.
@@ -254,13 +254,13 @@ struct RNTreeLayout {
   static size_t LiveCount(const Leaf* l) { return l->line[l->cur & 1].count; }
 
   // Writes `s` (count and slots set) as the new truth; leaf locked. 1 persistent instruction.
-  static void CommitSlots(Leaf* l, RNSlotLine& s) {
+  static void CommitSlots(pm::PersistContext& pc, Leaf* l, RNSlotLine& s) {
     const uint32_t c = l->cur;
     const uint32_t target = pm::mutant("rntree.single_slot_line") ? c : 1 - c;
     s.seq = static_cast<uint8_t>(l->line[c].seq + 1);
     s.crc = Crc(s);
     Publish(&l->line[target], s);
-    pm::persist(&l->line[target], sizeof(RNSlotLine));  // commit (see the crash argument)
+    pc.persist(&l->line[target], sizeof(RNSlotLine));  // commit (see the crash argument)
     Store(l->cur, target);
     Store(l->plogs, l->plogs + 1);
     if constexpr (kDual) {  // readers see it only now that it is durable
@@ -283,7 +283,7 @@ struct RNTreeLayout {
     return -1;
   }
 
-  static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
     // Optimistic search first: a conditional write bound to fail consumes no log entry, and
     // if no slot change happened by the time we hold the lock, its result still stands.
     uint64_t stamp;
@@ -311,7 +311,7 @@ struct RNTreeLayout {
       }
       Store(l->log[e].key, key);
       Store(l->log[e].value, value);
-      if (!pm::mutant("rntree.skip_kv_persist")) pm::persist(&l->log[e], sizeof(Entry));
+      if (!pm::mutant("rntree.skip_kv_persist")) pc.persist(&l->log[e], sizeof(Entry));
     }
     // The leaf may have been replaced while we persisted: then log[e] is in a dead leaf and
     // the operation restarts from the root.
@@ -341,12 +341,12 @@ struct RNTreeLayout {
       ++m;
     }
     s.count = static_cast<uint8_t>(m);
-    CommitSlots(l, s);
+    CommitSlots(pc, l, s);
     version::Unlock(&l->version, !kDual);
     return {Outcome::kDone, m == 0};
   }
 
-  static Status Recover(Leaf* l) {
+  static Status Recover(pm::PersistContext& pc, Leaf* l) {
     const bool v0 = Valid(l->line[0]), v1 = Valid(l->line[1]);
     if (!v0 && !v1) return Status::Corruption("both slot lines fail their checksum");
     uint32_t c = v0 ? 0 : 1;

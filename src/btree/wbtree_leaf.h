@@ -90,7 +90,7 @@ struct WBTreeLayout {
     return base + (l->kv[l->slots[base]].key < key);
   }
 
-  static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
+  static void Init(pm::PersistContext& pc, Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
     l->next = next;
     l->low_key = low_key;
     l->bitmap = kValid | ((n == 64 ? 0 : uint64_t{1} << n) - 1);
@@ -101,7 +101,7 @@ struct WBTreeLayout {
     l->slots[0] = static_cast<uint8_t>(n);
     for (size_t i = 0; i < n; ++i) l->slots[i + 1] = static_cast<uint8_t>(i);
     std::copy(e, e + n, l->kv);
-    pm::flush(l, offsetof(Leaf, kv) + n * sizeof(Entry));  // caller fences
+    pc.flush(l, offsetof(Leaf, kv) + n * sizeof(Entry));  // caller fences
   }
 
   // Lines a lookup reads (slot array, the KV lines the binary search probes), together.
@@ -128,18 +128,18 @@ struct WBTreeLayout {
 
   // Rewrites the slot array behind a cleared valid bit; `bitmap` is the word that then
   // commits it (with the valid bit).
-  static void CommitSlots(Leaf* l, const uint8_t* slots, uint64_t bitmap) {
+  static void CommitSlots(pm::PersistContext& pc, Leaf* l, const uint8_t* slots, uint64_t bitmap) {
     if (!pm::mutant("wbtree.skip_valid_clear")) {
       l->bitmap &= ~kValid;
-      pm::persist(&l->bitmap, 8);  // array invalid before it is torn
+      pc.persist(&l->bitmap, 8);  // array invalid before it is torn
     }
     std::memcpy(l->slots, slots, 64);
-    pm::persist(l->slots, 64);
+    pc.persist(l->slots, 64);
     l->bitmap = bitmap | kValid;  // commit
-    pm::persist(&l->bitmap, 8);
+    pc.persist(&l->bitmap, 8);
   }
 
-  static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
     if (!version::Lock(&l->version)) return {Outcome::kRetry};
     const size_t count = l->slots[0];
     const size_t p = LowerBound(l, key);
@@ -165,7 +165,7 @@ struct WBTreeLayout {
       if (free == 0) return {Outcome::kFull};
       const uint8_t j = static_cast<uint8_t>(__builtin_ctzll(free));
       l->kv[j] = Entry{key, value};
-      if (!pm::mutant("wbtree.skip_kv_persist")) pm::persist(&l->kv[j], sizeof(Entry));
+      if (!pm::mutant("wbtree.skip_kv_persist")) pc.persist(&l->kv[j], sizeof(Entry));
       bitmap |= uint64_t{1} << j;
       if (present) {
         bitmap &= ~(uint64_t{1} << slots[p]);
@@ -176,13 +176,13 @@ struct WBTreeLayout {
         slots[0] = static_cast<uint8_t>(count + 1);
       }
     }
-    CommitSlots(l, slots, bitmap);
+    CommitSlots(pc, l, slots, bitmap);
     version::Unlock(&l->version, true);
     return {Outcome::kDone, l->slots[0] == 0};
   }
 
   // Rebuilds an invalid slot array from the bitmap; checks a valid one.
-  static Status Recover(Leaf* l) {
+  static Status Recover(pm::PersistContext& pc, Leaf* l) {
     l->prev = 0;
     if (!(l->bitmap & kValid)) {
       uint8_t slots[64] = {};
@@ -194,9 +194,9 @@ struct WBTreeLayout {
                 [l](uint8_t a, uint8_t b) { return l->kv[a].key < l->kv[b].key; });
       slots[0] = static_cast<uint8_t>(n);
       std::memcpy(l->slots, slots, 64);
-      pm::persist(l->slots, 64);
+      pc.persist(l->slots, 64);
       l->bitmap |= kValid;
-      pm::persist(&l->bitmap, 8);
+      pc.persist(&l->bitmap, 8);
     }
     return Verify(l);
   }

@@ -79,7 +79,7 @@ struct WBTreeSOLayout {
     return p;
   }
 
-  static void Init(Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
+  static void Init(pm::PersistContext& pc, Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
     l->next = next;
     l->low_key = low_key;
     const uint8_t idx[7] = {0, 1, 2, 3, 4, 5, 6};
@@ -88,7 +88,7 @@ struct WBTreeSOLayout {
     l->prev = 0;
     l->pad = 0;
     std::copy(e, e + n, l->kv);
-    pm::flush(l, offsetof(Leaf, kv) + n * sizeof(Entry));  // caller fences
+    pc.flush(l, offsetof(Leaf, kv) + n * sizeof(Entry));  // caller fences
   }
 
   static void Prefetch(const Leaf* l) { PrefetchLines(l, 64, 192); }
@@ -110,7 +110,7 @@ struct WBTreeSOLayout {
 
   static size_t LiveCount(const Leaf* l) { return Count(l->slots); }
 
-  static WriteResult Write(Leaf* l, Op op, uint64_t key, uint64_t value) {
+  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
     if (!version::Lock(&l->version)) return {Outcome::kRetry};
     const uint64_t w = l->slots;
     const size_t n = Count(w);
@@ -139,7 +139,7 @@ struct WBTreeSOLayout {
       if (free == 0) return {Outcome::kFull};
       const uint8_t j = static_cast<uint8_t>(__builtin_ctz(free));
       l->kv[j] = Entry{key, value};
-      if (!pm::mutant("wbtree-so.skip_kv_persist")) pm::persist(&l->kv[j], sizeof(Entry));
+      if (!pm::mutant("wbtree-so.skip_kv_persist")) pc.persist(&l->kv[j], sizeof(Entry));
       if (present) {
         idx[p] = j;
       } else {
@@ -149,12 +149,12 @@ struct WBTreeSOLayout {
       }
     }
     l->slots = Make(idx, m);  // commit: one 8-byte store
-    pm::persist(&l->slots, 8);
+    pc.persist(&l->slots, 8);
     version::Unlock(&l->version, true);
     return {Outcome::kDone, m == 0};
   }
 
-  static Status Recover(Leaf* l) {
+  static Status Recover(pm::PersistContext& pc, Leaf* l) {
     l->prev = 0;
     return Verify(l);
   }

@@ -70,8 +70,10 @@ struct Allocator::ThreadCache {
   std::vector<uint64_t> blocks[kNumSizeClasses];
 };
 
-Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset)
+Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset,
+                     PersistContext& persist)
     : base_(base),
+      persist_(persist),
       table_(table),
       chunk_count_(chunk_count),
       data_offset_(data_offset),
@@ -111,7 +113,7 @@ bool Allocator::carve(ChunkState state, uint8_t cls, uint64_t span, uint64_t* fi
     __atomic_store_n(&table_[first],
                      MakeChunkEntry(state, cls, state == ChunkState::kLargeHead ? span : 0),
                      __ATOMIC_RELEASE);
-    persist(&table_[first], span * sizeof(uint64_t));
+    persist_.persist(&table_[first], span * sizeof(uint64_t));
     *first_chunk = first;
     return true;
   }
@@ -407,7 +409,7 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
         __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
         chunk_used_[c] = 0;
       }
-      flush(&table_[i], span * sizeof(uint64_t));
+      persist_.flush(&table_[i], span * sizeof(uint64_t));
       uncarved = true;
       i += span - 1;
       continue;
@@ -429,7 +431,7 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
       }
     }
   }
-  if (uncarved) fence();
+  if (uncarved) persist_.fence();
   // Hand out low offsets first (free lists pop from the back).
   for (size_t c = 0; c < kNumSizeClasses; ++c) {
     std::sort(classes_[c].free.begin(), classes_[c].free.end(), std::greater<>());

@@ -36,6 +36,8 @@
 
 namespace pmindex::pm {
 
+class PersistContext;
+
 inline constexpr uint64_t kChunkSize = 256 * 1024;
 inline constexpr size_t kMaxSmallBlock = 64 * 1024;
 inline constexpr size_t kMaxThreads = 256;  // threads with epoch / cache slots at once
@@ -69,7 +71,9 @@ class Allocator {
  public:
   // `table` points at chunk_count entries in the mapped pool; chunk i starts at
   // data_offset + i * kChunkSize. The free state is empty until rebuild() runs.
-  Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset);
+  // Chunk table entries are persisted through `persist` (the pool's context).
+  Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset,
+            PersistContext& persist);
   ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -128,6 +132,7 @@ class Allocator {
   uint64_t chunk_start(uint64_t chunk) const { return data_offset_ + chunk * kChunkSize; }
 
   char* base_;
+  PersistContext& persist_;
   uint64_t* table_;
   uint64_t chunk_count_;
   uint64_t data_offset_;

@@ -1,7 +1,7 @@
 // Test-only mutants: deliberate crash bugs, switched on by name, that prove the crash
 // campaign can fail. Index code marks a mutation point with
 //
-//   if (!pm::mutant("rntree.skip_slot_persist")) pm::persist(slot, 64);
+//   if (!pm::mutant("rntree.skip_slot_persist")) pc.persist(slot, 64);
 //
 // and a test (or `PMINDEX_MUTANT=<name>` in the environment, read at start-up) selects at
 // most one mutant per process. With none selected the check is one predictable branch.

@@ -1,28 +1,26 @@
 #include "pm/persist.h"
 
 #include <cpuid.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <mutex>
-#include <vector>
 
 namespace pmindex::pm {
 namespace detail {
 namespace {
 
-// Slots of live threads; exited threads fold their counts into g_retired and give the slot
-// back, so a long benchmark that starts many threads never runs out.
-struct SlotRegistry {
-  std::mutex mu;
-  std::vector<ThreadSlot*> live;
-  std::vector<ThreadSlot*> spare;
-  PersistCounters retired;
-};
-
-SlotRegistry& registry() {
-  static SlotRegistry* r = new SlotRegistry;  // never destroyed: threads may exit late
-  return *r;
+FlushInstruction detect_flush_instruction() {
+  unsigned eax, ebx, ecx, edx;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+    if (ebx & (1u << 24)) return FlushInstruction::kClwb;
+    if (ebx & (1u << 23)) return FlushInstruction::kClflushopt;
+  }
+  return FlushInstruction::kClflush;
 }
+
+// The one process-wide fact of the seam: what the CPU offers.
+const FlushInstruction g_flush_insn = detect_flush_instruction();
 
 PersistCounters read_slot(const ThreadSlot& s) {
   PersistCounters c;
@@ -34,57 +32,12 @@ PersistCounters read_slot(const ThreadSlot& s) {
   return c;
 }
 
-// Returns the slot at thread exit.
-struct SlotReleaser {
-  ~SlotReleaser() {
-    ThreadSlot* s = t_slot;
-    if (s == nullptr) return;
-    s->media.drain();
-    SlotRegistry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.retired += read_slot(*s);
-    s->persist_calls.store(0, std::memory_order_relaxed);
-    s->flushes.store(0, std::memory_order_relaxed);
-    s->fences.store(0, std::memory_order_relaxed);
-    s->pending_latency_ns = 0;
-    s->media.reset();
-    std::erase(r.live, s);
-    r.spare.push_back(s);
-    t_slot = nullptr;
-  }
-};
-thread_local SlotReleaser t_releaser;
-
-FlushInstruction detect_flush_instruction() {
-  unsigned eax, ebx, ecx, edx;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
-    if (ebx & (1u << 24)) return FlushInstruction::kClwb;
-    if (ebx & (1u << 23)) return FlushInstruction::kClflushopt;
-  }
-  return FlushInstruction::kClflush;
+uintptr_t page_size() {
+  static const uintptr_t size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  return size;
 }
-
-struct Init {
-  Init() { g_flush_insn = detect_flush_instruction(); }
-} g_init;
 
 }  // namespace
-
-ThreadSlot* acquire_slot() {
-  (void)&t_releaser;  // touching it registers its destructor for this thread
-  SlotRegistry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  ThreadSlot* s;
-  if (!r.spare.empty()) {
-    s = r.spare.back();
-    r.spare.pop_back();
-  } else {
-    s = new ThreadSlot;  // owned by the registry for the life of the process
-  }
-  r.live.push_back(s);
-  t_slot = s;
-  return s;
-}
 
 void flush_lines(uintptr_t first, size_t lines) {
   char* p = reinterpret_cast<char*>(first);
@@ -104,6 +57,17 @@ void flush_lines(uintptr_t first, size_t lines) {
   }
 }
 
+// Writes the pages holding the lines back to the file and waits for the device: what makes a
+// store durable on a page-granularity mapping (libpmem2's persist function does the same).
+// A failing msync cannot be reported through a flush; it aborts rather than let an operation
+// be acknowledged whose data did not reach the file.
+void msync_lines(uintptr_t first, size_t lines) {
+  const uintptr_t mask = ~(page_size() - 1);
+  const uintptr_t begin = first & mask;
+  const uintptr_t end = (first + lines * kCacheLine + page_size() - 1) & mask;
+  if (::msync(reinterpret_cast<void*>(begin), end - begin, MS_SYNC) != 0) __builtin_trap();
+}
+
 void pay_latency(ThreadSlot* slot) {
   const auto until = std::chrono::steady_clock::now() +
                      std::chrono::nanoseconds(slot->pending_latency_ns);
@@ -113,15 +77,54 @@ void pay_latency(ThreadSlot* slot) {
 
 }  // namespace detail
 
-void set_mode(PersistMode mode) { detail::g_mode = mode; }
-void set_write_latency_ns(uint32_t ns) { detail::g_write_latency_ns = ns; }
-void set_model_media(bool on) { detail::g_model_media = on; }
+PersistContext::PersistContext(const PersistSettings& settings)
+    : model_media_(settings.model_media),
+      mode_(settings.mode),
+      write_latency_ns_(settings.write_latency_ns),
+      hook_(settings.hook) {
+  switch (settings.mode) {
+    case PersistMode::kAdr:
+      flush_kind_ = settings.msync ? FlushKind::kMsync : FlushKind::kLines;
+      break;
+    case PersistMode::kAsync:
+      flush_kind_ = FlushKind::kLines;
+      break;
+    case PersistMode::kAdaptive:
+      flush_kind_ = FlushKind::kLinesAbove256;
+      break;
+    case PersistMode::kEadr:
+    case PersistMode::kVolatile:
+    default:
+      flush_kind_ = FlushKind::kNone;
+      break;
+  }
+  sfence_ = settings.mode == PersistMode::kAdr;
+}
 
-PersistHook* set_hook(PersistHook* hook) {
-  PersistHook* old = detail::g_hook;
-  detail::g_hook = hook;
+PersistHook* PersistContext::set_hook(PersistHook* hook) {
+  PersistHook* old = hook_;
+  hook_ = hook;
   return old;
 }
+
+PersistCounters PersistContext::counters() const {
+  PersistCounters sum;
+  slots_.for_each([&](const detail::ThreadSlot& s) { sum += detail::read_slot(s); });
+  return sum;
+}
+
+PersistContext::Executed PersistContext::executed() const {
+  Executed sum;
+  slots_.for_each([&](const detail::ThreadSlot& s) {
+    sum.lines_written_back += s.lines_written_back.load(std::memory_order_relaxed);
+    sum.sfences += s.sfences.load(std::memory_order_relaxed);
+  });
+  return sum;
+}
+
+PersistCounters PersistContext::thread_counters() { return detail::read_slot(slots_.local()); }
+
+void PersistContext::drain_media() { slots_.local().media.drain(); }
 
 FlushInstruction flush_instruction() { return detail::g_flush_insn; }
 
@@ -136,17 +139,5 @@ const char* flush_instruction_name() {
   }
   return "?";
 }
-
-PersistCounters counters() {
-  detail::SlotRegistry& r = detail::registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  PersistCounters sum = r.retired;
-  for (const detail::ThreadSlot* s : r.live) sum += detail::read_slot(*s);
-  return sum;
-}
-
-PersistCounters thread_counters() { return detail::read_slot(*detail::slot()); }
-
-void drain_media() { detail::slot()->media.drain(); }
 
 }  // namespace pmindex::pm

@@ -1,26 +1,36 @@
-// The persistence seam: the only place in pmindex that issues cache-line flushes and fences.
+// The persistence seam: the only place in pmindex that issues cache-line flushes, fences and
+// msync for index data.
 //
-//   pm::flush(p, n)        schedule write-back of the cache lines covering [p, p+n)
-//   pm::fence()            order and complete earlier flushes
-//   pm::persist(p, n)      flush + fence
-//   pm::copy_persist(d,s,n) memcpy + flush + fence
+// Every pool owns one PersistContext, made from its Options when it opens (as libpmem2 gives
+// every mapping its own persist, flush and drain functions). Index code persists through
+// its pool's context:
 //
-// A process-wide persistence mode (PersistMode, options.h) decides which instructions run:
-//   adr       clwb per line (clflushopt / clflush where clwb is missing) + sfence
+//   ctx.flush(p, n)          schedule write-back of the cache lines covering [p, p+n)
+//   ctx.fence()              order and complete earlier flushes
+//   ctx.persist(p, n)        flush + fence
+//   ctx.copy_persist(d,s,n)  memcpy + persist
+//
+// The context's persistence mode (PersistMode, options.h) and the mapping decide which
+// instructions run:
+//   adr       clwb per line (clflushopt / clflush where clwb is missing) + sfence; on a
+//             page-granularity mapping of a file system (not tmpfs), msync(MS_SYNC) of the
+//             touched pages instead of clwb, since cache flushes do not reach a disk
 //   eadr      nothing + compiler barrier
 //   async     clwb per line, no fence
 //   adaptive  clwb per line only when n > 256 bytes, no fence  (PFtree Algorithm 1)
 //   volatile  nothing
+// Only CPU feature detection (which flush instruction exists) is process-wide, so two pools
+// in one process never change each other's durability.
 //
-// Counters, per thread and independent of the mode: persist_calls, flushes (cache lines),
-// fences. The flushed-line stream also feeds a per-thread XPLine media model (xpline.h).
-// `counters()` sums all threads (live and exited); subtract two snapshots to measure a phase.
+// Counters, per context and per thread, independent of the mode: persist_calls, flushes
+// (cache lines), fences. The flushed-line stream also feeds a per-thread XPLine media model
+// (xpline.h) when model_media is on. counters() sums the context's threads.
 //
-// A PersistHook (the crash tracker, a tracer) may be installed; when none is, the cost is one
-// predictable branch per call.
+// A PersistHook (the crash tracker, a tracer; options.h) sees only its own context's calls;
+// when none is installed the cost is one predictable branch per call.
 //
-// Thread safety: every function may be called from any thread. set_mode/set_hook/
-// set_write_latency_ns are meant for quiescent moments (between runs).
+// Thread safety: flush/fence/persist/counters may be called from any thread. set_hook and
+// set_model_media are for quiescent moments (no thread inside the context).
 #ifndef PMINDEX_PM_PERSIST_H_
 #define PMINDEX_PM_PERSIST_H_
 
@@ -29,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "pm/thread_registry.h"
 #include "pm/xpline.h"
 #include "pmindex/options.h"
 #include "pmindex/stats.h"
@@ -38,126 +49,153 @@ namespace pmindex::pm {
 inline constexpr size_t kCacheLine = 64;
 inline constexpr size_t kAdaptiveThreshold = 256;  // bytes; adaptive flushes only above this
 
-// Receives the flush/fence stream. Lines are given as the address of the first line and a
-// count. Called in every mode (the hook sees what the code asked for).
-class PersistHook {
- public:
-  virtual ~PersistHook() = default;
-  virtual void on_flush(uintptr_t first_line, size_t lines) = 0;
-  virtual void on_fence() = 0;
-};
+using pmindex::PersistHook;
 
 // Which flush instruction this CPU has.
 enum class FlushInstruction : uint8_t { kClwb, kClflushopt, kClflush };
+FlushInstruction flush_instruction();
+const char* flush_instruction_name();
+
+// How a context's mapping is made durable.
+struct PersistSettings {
+  PersistMode mode = PersistMode::kAdr;
+  bool model_media = false;       // feed the XPLine model
+  uint32_t write_latency_ns = 0;  // injected per flushed line, paid at the next fence
+  PersistHook* hook = nullptr;
+  // adr on a page-granularity mapping of a file system: flush by msync(MS_SYNC).
+  bool msync = false;
+};
 
 namespace detail {
 
-// One thread's counters. Written only by the owning thread (relaxed atomics so that
-// summing threads is race-free), read by counters().
+// One thread's counters in one context. Written only by the owning thread (relaxed atomics
+// so that summing threads is race-free), read by counters().
 struct alignas(64) ThreadSlot {
   std::atomic<uint64_t> persist_calls{0};
   std::atomic<uint64_t> flushes{0};
   std::atomic<uint64_t> fences{0};
+  // What the mode made the CPU do: lines written back (clwb/clflushopt/clflush or msync)
+  // and sfences executed.
+  std::atomic<uint64_t> lines_written_back{0};
+  std::atomic<uint64_t> sfences{0};
   uint64_t pending_latency_ns = 0;
   XPLineModel media;
 };
 
-inline constinit PersistMode g_mode = PersistMode::kAdr;
-inline constinit PersistHook* g_hook = nullptr;
-inline constinit bool g_model_media = true;
-inline constinit uint32_t g_write_latency_ns = 0;
-inline constinit FlushInstruction g_flush_insn = FlushInstruction::kClflush;
-inline constinit thread_local ThreadSlot* t_slot = nullptr;
-
-ThreadSlot* acquire_slot();  // first use by a thread
-// The bare instructions, uncounted: the seam below and persist_bench's baseline use them.
-void flush_lines(uintptr_t first, size_t lines);
-inline void sfence() { asm volatile("sfence" ::: "memory"); }
-void pay_latency(ThreadSlot* slot);
-
-inline ThreadSlot* slot() {
-  ThreadSlot* s = t_slot;
-  if (s == nullptr) [[unlikely]]
-    s = acquire_slot();
-  return s;
-}
 inline void bump(std::atomic<uint64_t>& c, uint64_t n) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+// The bare instructions, uncounted: the contexts and persist_bench's baseline use them.
+void flush_lines(uintptr_t first, size_t lines);
+inline void sfence() { asm volatile("sfence" ::: "memory"); }
+void msync_lines(uintptr_t first, size_t lines);
+void pay_latency(ThreadSlot* slot);
+
 }  // namespace detail
 
-inline void flush(const void* p, size_t n) {
-  if (n == 0) return;
-  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
-  const uintptr_t last = (reinterpret_cast<uintptr_t>(p) + n - 1) & ~uintptr_t{kCacheLine - 1};
-  const size_t lines = (last - first) / kCacheLine + 1;
-  detail::ThreadSlot* s = detail::slot();
-  detail::bump(s->flushes, lines);
-  if (detail::g_hook != nullptr) [[unlikely]]
-    detail::g_hook->on_flush(first, lines);
-  if (detail::g_model_media) s->media.add_lines(first, lines);
-  switch (detail::g_mode) {
-    case PersistMode::kAdr:
-    case PersistMode::kAsync:
-      detail::flush_lines(first, lines);
-      break;
-    case PersistMode::kAdaptive:
-      if (n > kAdaptiveThreshold) detail::flush_lines(first, lines);
-      break;
-    case PersistMode::kEadr:
-    case PersistMode::kVolatile:
-      return;
+class PersistContext {
+ public:
+  explicit PersistContext(const PersistSettings& settings = {});
+  PersistContext(const PersistContext&) = delete;
+  PersistContext& operator=(const PersistContext&) = delete;
+
+  void flush(const void* p, size_t n) {
+    if (n == 0) return;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
+    const uintptr_t last =
+        (reinterpret_cast<uintptr_t>(p) + n - 1) & ~uintptr_t{kCacheLine - 1};
+    const size_t lines = (last - first) / kCacheLine + 1;
+    detail::ThreadSlot* s = &slots_.local();
+    detail::bump(s->flushes, lines);
+    if (hook_ != nullptr) [[unlikely]]
+      hook_->on_flush(first, lines);
+    if (model_media_) s->media.add_lines(first, lines);
+    switch (flush_kind_) {
+      case FlushKind::kLines:
+        detail::flush_lines(first, lines);
+        detail::bump(s->lines_written_back, lines);
+        break;
+      case FlushKind::kLinesAbove256:
+        if (n > kAdaptiveThreshold) {
+          detail::flush_lines(first, lines);
+          detail::bump(s->lines_written_back, lines);
+        }
+        break;
+      case FlushKind::kMsync:
+        detail::msync_lines(first, lines);
+        detail::bump(s->lines_written_back, lines);
+        break;
+      case FlushKind::kNone:
+        return;
+    }
+    if (write_latency_ns_ != 0) [[unlikely]] {
+      s->pending_latency_ns += lines * write_latency_ns_;
+      if (!sfence_) detail::pay_latency(s);  // no fence will come
+    }
   }
-  if (detail::g_write_latency_ns != 0) [[unlikely]] {
-    s->pending_latency_ns += lines * detail::g_write_latency_ns;
-    if (detail::g_mode != PersistMode::kAdr) detail::pay_latency(s);  // no fence will come
+
+  void fence() {
+    detail::ThreadSlot* s = &slots_.local();
+    detail::bump(s->fences, 1);
+    if (hook_ != nullptr) [[unlikely]]
+      hook_->on_fence();
+    if (sfence_) {
+      if (s->pending_latency_ns != 0) [[unlikely]]
+        detail::pay_latency(s);
+      detail::sfence();
+      detail::bump(s->sfences, 1);
+    } else {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
   }
-}
 
-inline void fence() {
-  detail::ThreadSlot* s = detail::slot();
-  detail::bump(s->fences, 1);
-  if (detail::g_hook != nullptr) [[unlikely]]
-    detail::g_hook->on_fence();
-  if (detail::g_mode == PersistMode::kAdr) {
-    if (s->pending_latency_ns != 0) [[unlikely]]
-      detail::pay_latency(s);
-    detail::sfence();
-  } else {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
+  void persist(const void* p, size_t n) {
+    detail::bump(slots_.local().persist_calls, 1);
+    flush(p, n);
+    fence();
   }
-}
 
-inline void persist(const void* p, size_t n) {
-  detail::bump(detail::slot()->persist_calls, 1);
-  flush(p, n);
-  fence();
-}
+  void copy_persist(void* dst, const void* src, size_t n) {
+    std::memcpy(dst, src, n);
+    persist(dst, n);
+  }
 
-inline void copy_persist(void* dst, const void* src, size_t n) {
-  std::memcpy(dst, src, n);
-  persist(dst, n);
-}
+  PersistMode mode() const { return mode_; }
+  bool uses_msync() const { return flush_kind_ == FlushKind::kMsync; }
+  uint32_t write_latency_ns() const { return write_latency_ns_; }
+  bool model_media() const { return model_media_; }
+  void set_model_media(bool on) { model_media_ = on; }
+  PersistHook* hook() const { return hook_; }
+  // Installs a hook (nullptr removes it); returns the previous one. Quiescent moments only.
+  PersistHook* set_hook(PersistHook* hook);
 
-// Process-wide settings.
-void set_mode(PersistMode mode);
-inline PersistMode mode() { return detail::g_mode; }
-void set_write_latency_ns(uint32_t ns);
-inline uint32_t write_latency_ns() { return detail::g_write_latency_ns; }
-void set_model_media(bool on);
-// Installs a hook (nullptr removes it); returns the previous one.
-PersistHook* set_hook(PersistHook* hook);
-FlushInstruction flush_instruction();
-const char* flush_instruction_name();
+  // Sum of every thread's counters in this context, media writes as evicted so far.
+  PersistCounters counters() const;
+  // The calling thread's counters in this context.
+  PersistCounters thread_counters();
+  // What the mode executed, summed over threads: cache lines written back (by flush
+  // instruction or msync) and sfences. Unlike counters(), these depend on the mode.
+  struct Executed {
+    uint64_t lines_written_back = 0;
+    uint64_t sfences = 0;
+  };
+  Executed executed() const;
+  // Evicts every XPLine the calling thread's media model holds, counting their media
+  // writes. Call at the end of a measured phase, in every thread that wrote.
+  void drain_media();
 
-// Sum of all threads' counters (live and exited), media writes as evicted so far.
-PersistCounters counters();
-// Evicts every XPLine the calling thread's media model holds, counting their media writes.
-// Call at the end of a measured phase, in every thread that wrote.
-void drain_media();
-// The calling thread's counters only.
-PersistCounters thread_counters();
+ private:
+  enum class FlushKind : uint8_t { kLines, kLinesAbove256, kMsync, kNone };
+
+  FlushKind flush_kind_;
+  bool sfence_;
+  bool model_media_;
+  PersistMode mode_;
+  uint32_t write_latency_ns_;
+  PersistHook* hook_;
+  PerThread<detail::ThreadSlot> slots_;
+};
 
 }  // namespace pmindex::pm
 

@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -142,7 +143,48 @@ StoreGranularity FromPmem2(pmem2_granularity g) {
   return StoreGranularity::kPage;
 }
 
+// "tmpfs", "ramfs" or "hugetlbfs" if the open file lives in memory, else "".
+std::string MemoryFileSystem(int fd) {
+  struct statfs fs;
+  if (fstatfs(fd, &fs) != 0) return {};
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0x01021994ul: return "tmpfs";      // TMPFS_MAGIC
+    case 0x858458f6ul: return "ramfs";      // RAMFS_MAGIC
+    case 0x958458f6ul: return "hugetlbfs";  // HUGETLBFS_MAGIC
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string DescribeDurability(PersistMode mode, StoreGranularity granularity,
+                               std::string_view memory_fs) {
+  if (mode == PersistMode::kVolatile) {
+    return "survives process crash only (volatile mode: no flush, no fence)";
+  }
+  if (!memory_fs.empty()) {
+    return "survives process crash; power loss needs PM (file in memory: " +
+           std::string(memory_fs) + ")";
+  }
+  switch (granularity) {
+    case StoreGranularity::kByte:
+      return "survives power loss (eADR medium)";
+    case StoreGranularity::kCacheLine:
+      return mode == PersistMode::kAdr ? "survives power loss (ADR)"
+                                       : "survives process crash; power loss needs eADR";
+    case StoreGranularity::kPage:
+      break;
+  }
+  return mode == PersistMode::kAdr
+             ? "survives power loss (msync of touched pages per flush)"
+             : "survives process crash; power loss needs msync (adr mode)";
+}
+
+std::string Pool::durability() const {
+  return DescribeDurability(persist_->mode(), granularity_, memory_fs_);
+}
+
+PersistCounters Pool::counters() const { return persist_->counters(); }
 
 Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, IndexKind kind,
                                            std::string_view index_params,
@@ -276,22 +318,33 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
     madvise(pool->base_, pool->size_, MADV_POPULATE_WRITE);  // writes no byte of the file
   }
 
-  pm::set_mode(options.mode);
-  pm::set_write_latency_ns(options.write_latency_ns);
-  pm::set_model_media(options.model_media);
+  pool->memory_fs_ = MemoryFileSystem(fd);
+  pool->memory_backed_ = !pool->memory_fs_.empty();
+  pm::PersistSettings settings;
+  settings.mode = options.mode;
+  settings.model_media = options.model_media;
+  settings.write_latency_ns = options.write_latency_ns;
+  settings.hook = options.persist_hook;
+  // Cache flushes do not reach a disk: a file system's page-granularity mapping is made
+  // durable by msync. A file in memory has nothing to write back to.
+  settings.msync = options.mode == PersistMode::kAdr && !read_only &&
+                   pool->granularity_ == StoreGranularity::kPage && !pool->memory_backed_;
+  pool->persist_ = std::make_unique<pm::PersistContext>(settings);
+  if (options.persist_hook != nullptr) options.persist_hook->on_map(pool->base_, pool->size_);
+  pm::PersistContext& pc = *pool->persist_;
 
   auto* hdr = reinterpret_cast<PoolHeader*>(pool->base_);
   pool->was_dirty_ = hdr->clean == 0;
   // Each open gets a new generation (locks taken by earlier generations are free), then the
   // pool is marked dirty until Close. Each is one 8-byte failure-atomic store.
   __atomic_store_n(&hdr->generation, hdr->generation + 1, __ATOMIC_RELEASE);
-  pm::persist(&hdr->generation, sizeof(hdr->generation));
+  pc.persist(&hdr->generation, sizeof(hdr->generation));
   __atomic_store_n(&hdr->clean, 0, __ATOMIC_RELEASE);
-  pm::persist(&hdr->clean, sizeof(hdr->clean));
+  pc.persist(&hdr->clean, sizeof(hdr->clean));
 
   pool->allocator_ = std::make_unique<pm::Allocator>(
       pool->base_, reinterpret_cast<uint64_t*>(pool->base_ + hdr->chunk_table_offset),
-      hdr->chunk_count, hdr->data_offset);
+      hdr->chunk_count, hdr->data_offset, pc);
   return pool;
 }
 
@@ -302,7 +355,7 @@ Status Pool::Close() {
     auto* hdr = reinterpret_cast<PoolHeader*>(base_);
     if (!read_only_) {
       __atomic_store_n(&hdr->clean, 1, __ATOMIC_RELEASE);
-      pm::persist(&hdr->clean, sizeof(hdr->clean));
+      persist_->persist(&hdr->clean, sizeof(hdr->clean));
     }
     allocator_.reset();
     pmem2_map_delete(&map_);
@@ -331,7 +384,7 @@ uint64_t Pool::root() const {
 void Pool::set_root(uint64_t offset) {
   auto* hdr = reinterpret_cast<PoolHeader*>(base_);
   __atomic_store_n(&hdr->root, offset, __ATOMIC_RELEASE);
-  pm::persist(&hdr->root, sizeof(hdr->root));
+  persist_->persist(&hdr->root, sizeof(hdr->root));
 }
 
 char* Pool::root_area() const { return reinterpret_cast<PoolHeader*>(base_)->root_area; }

@@ -43,9 +43,9 @@ TEST_P(BTreeFenceTest, ExactFencesPerOperation) {
   for (int i = 0; i < 3000; ++i) {
     const uint64_t k = rng();
     const uint64_t leaves = Leaves(index);
-    const PersistCounters before = pm::thread_counters();
+    const PersistCounters before = index.pool()->persist_context().thread_counters();
     ASSERT_TRUE(index.insert(IntKey(k), IntValue(i)).ok());
-    const uint64_t fences = (pm::thread_counters() - before).fences;
+    const uint64_t fences = (index.pool()->persist_context().thread_counters() - before).fences;
     total_fences += fences;
     if (Leaves(index) == leaves) {
       ASSERT_EQ(fences, c.insert) << "non-splitting insert " << i;
@@ -64,23 +64,23 @@ TEST_P(BTreeFenceTest, ExactFencesPerOperation) {
   uint64_t upd_plain = 0, rem_plain = 0;
   for (int i = 0; i < 500; ++i) {
     const uint64_t leaves = Leaves(index);
-    PersistCounters before = pm::thread_counters();
+    PersistCounters before = index.pool()->persist_context().thread_counters();
     ASSERT_TRUE(index.update(IntKey(keys[i]), IntValue(7)).ok());
-    uint64_t fences = (pm::thread_counters() - before).fences;
+    uint64_t fences = (index.pool()->persist_context().thread_counters() - before).fences;
     if (Leaves(index) == leaves && fences == c.update) ++upd_plain;
-    before = pm::thread_counters();
+    before = index.pool()->persist_context().thread_counters();
     ASSERT_TRUE(index.remove(IntKey(keys[i + 1000])).ok());
-    fences = (pm::thread_counters() - before).fences;
+    fences = (index.pool()->persist_context().thread_counters() - before).fences;
     if (fences == c.remove) ++rem_plain;
   }
   EXPECT_GT(upd_plain, 400u);
   EXPECT_GT(rem_plain, 400u);
   // Failed conditional writes write nothing.
-  const PersistCounters before = pm::thread_counters();
+  const PersistCounters before = index.pool()->persist_context().thread_counters();
   EXPECT_TRUE(index.insert(IntKey(keys[5]), IntValue(1)).IsAlreadyExists());
   EXPECT_TRUE(index.update(IntKey(keys[1000]), IntValue(1)).IsNotFound());
   EXPECT_TRUE(index.remove(IntKey(keys[1001])).IsNotFound());
-  EXPECT_EQ((pm::thread_counters() - before).fences, 0u);
+  EXPECT_EQ((index.pool()->persist_context().thread_counters() - before).fences, 0u);
   EXPECT_TRUE(index.verify().ok());
 }
 

@@ -44,11 +44,11 @@ TEST(BTreeTiming, SingleThread) {
     for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(index.insert(IntKey(keys[i]), IntValue(i)).ok());
     std::vector<uint64_t> fresh(ops);
     for (auto& k : fresh) k = rng();
-    const PersistCounters c0 = pm::thread_counters();
+    const PersistCounters c0 = index.pool()->persist_context().thread_counters();
     double t0 = Now();
     for (uint64_t i = 0; i < ops; ++i) (void)index.insert(IntKey(fresh[i]), IntValue(i));
     const double ins = ops / Seconds(t0);
-    const double fences = static_cast<double>((pm::thread_counters() - c0).fences) / ops;
+    const double fences = static_cast<double>((index.pool()->persist_context().thread_counters() - c0).fences) / ops;
     std::string v;
     uint64_t found = 0;
     t0 = Now();

@@ -24,9 +24,9 @@ class BlockHolder : public Index {
   Status init() {
     auto b = pool_->allocator().allocate(4096, true);
     if (!b.ok()) return b.status();
-    pm::persist(pool_->at<char>(*b), 4096);
+    pool_->persist_context().persist(pool_->at<char>(*b), 4096);
     block_slot() = *b;  // the link: one 8-byte store, persisted
-    pm::persist(&block_slot(), 8);
+    pool_->persist_context().persist(&block_slot(), 8);
     return Status::OK();
   }
   uint64_t& block_slot() { return *reinterpret_cast<uint64_t*>(pool_->root_area()); }

@@ -28,6 +28,7 @@ struct Region {
   }
   ~Region() { ::munmap(base, kRegion); }
   char* base;
+  pm::PersistContext pc;  // the region's own seam, adr
 };
 
 uint64_t ReadWord(const std::string& path, size_t offset) {
@@ -58,11 +59,11 @@ TEST(CrashTrackerTest, UnflushedLineIsOldOrNew) {
     if (v != 0 && v != 22) return Status::Corruption("line 1 is neither old nor new");
     return Status::OK();
   });
-  t.install();
+  t.install(r.pc);
   Store(r.base, 11);
-  pm::persist(r.base, 8);  // point 1: line 0 undecided (pending), images old and new
+  r.pc.persist(r.base, 8);  // point 1: line 0 undecided (pending), images old and new
   Store(r.base + 64, 22);
-  pm::fence();  // point 2: line 1 undecided
+  r.pc.fence();  // point 2: line 1 undecided
   t.uninstall();
   EXPECT_EQ(t.report().fences, 2u);
   EXPECT_EQ(t.report().points_checked, 2u);
@@ -77,9 +78,9 @@ TEST(CrashTrackerTest, ReportsTheImageThatLosesData) {
   CrashTracker t(r.base, kRegion, Quiet(), [](const std::string& img, uint64_t, const std::string&) {
     return ReadWord(img, 64) == 22 ? Status::OK() : Status::Corruption("line 1 lost");
   });
-  t.install();
+  t.install(r.pc);
   Store(r.base + 64, 22);
-  pm::fence();
+  r.pc.fence();
   t.uninstall();
   ASSERT_EQ(t.report().failures.size(), 1u);
   EXPECT_EQ(t.report().failures[0].point, 1u);
@@ -93,9 +94,9 @@ TEST(CrashTrackerTest, FlipsEachLineAndDeduplicates) {
   o.random_images = 16;
   CrashTracker t(r.base, kRegion, o,
                  [](const std::string&, uint64_t, const std::string&) { return Status::OK(); });
-  t.install();
+  t.install(r.pc);
   for (int i = 0; i < 3; ++i) Store(r.base + 4096 + i * 64, 1 + i);
-  pm::fence();
+  r.pc.fence();
   t.uninstall();
   // 3 undecided lines: 2^3 = 8 distinct images at most, all checked once.
   EXPECT_EQ(t.report().max_undecided, 3u);
@@ -106,11 +107,11 @@ TEST(CrashTrackerTest, SkipsPointsWithNothingNew) {
   Region r;
   CrashTracker t(r.base, kRegion, Quiet(),
                  [](const std::string&, uint64_t, const std::string&) { return Status::OK(); });
-  t.install();
+  t.install(r.pc);
   Store(r.base, 5);
-  pm::persist(r.base, 8);
-  pm::fence();  // nothing written since the previous point
-  pm::fence();
+  r.pc.persist(r.base, 8);
+  r.pc.fence();  // nothing written since the previous point
+  r.pc.fence();
   t.uninstall();
   EXPECT_EQ(t.report().fences, 3u);
   EXPECT_EQ(t.report().points_checked, 2u);  // point 1 (pending line) and 2 (durable state)
@@ -126,10 +127,10 @@ TEST(CrashTrackerTest, TornImagesMixWords) {
   CrashTracker t(r.base, kRegion, o, [](const std::string& img, uint64_t, const std::string&) {
     return ReadWord(img, 0) == ReadWord(img, 8) ? Status::OK() : Status::Corruption("torn");
   });
-  t.install();
+  t.install(r.pc);
   Store(r.base, 7);
   Store(r.base + 8, 7);
-  pm::fence();
+  r.pc.fence();
   t.uninstall();
   ASSERT_FALSE(t.report().failures.empty());
   EXPECT_EQ(t.report().failures[0].image.rfind("torn:", 0), 0u);
@@ -145,9 +146,9 @@ TEST(CrashTrackerTest, VerifierCrashAndHangAreFailures) {
       for (;;) ::pause();
     return Status::OK();
   });
-  t.install();
+  t.install(r.pc);
   Store(r.base, 1);
-  pm::fence();
+  r.pc.fence();
   t.uninstall();
   ASSERT_EQ(t.report().failures.size(), 2u);
   // A plain build dies of the signal; under ASan the sanitizer reports it and exits.
@@ -167,10 +168,10 @@ TEST(CrashTrackerTest, ReplaysOnePointAndImage) {
                  [](const std::string&, uint64_t point, const std::string& image) {
                    return Status::Corruption("checked " + std::to_string(point) + " " + image);
                  });
-  t.install();
+  t.install(r.pc);
   for (int i = 0; i < 4; ++i) {
     Store(r.base + i * 64, 9);
-    pm::fence();
+    r.pc.fence();
   }
   t.uninstall();
   ASSERT_EQ(t.report().failures.size(), 1u);

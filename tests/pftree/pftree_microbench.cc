@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Index> index = std::move(created).value();
   std::string value(8, 'v');
 
-  PersistCounters c0 = pm::counters();
+  PersistCounters c0 = index->pool()->counters();
   double cpu0 = CpuNow();
   auto t0 = std::chrono::steady_clock::now();
   size_t failed = 0;
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   }
   auto t1 = std::chrono::steady_clock::now();
   double cpu1 = CpuNow();
-  PersistCounters c1 = pm::counters();
+  PersistCounters c1 = index->pool()->counters();
 
   std::vector<uint32_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);

@@ -75,13 +75,13 @@ TEST(Allocator, AllocationPathIssuesNoFlushOrFenceOnceTheChunkIsCarved) {
   auto pool = MakePool(dir.file("a.pool"));
   Allocator& a = pool->allocator();
   ASSERT_TRUE(a.allocate(64).ok());  // carves the chunk (one persist)
-  PersistCounters before = thread_counters();
+  PersistCounters before = pool->persist_context().thread_counters();
   for (int i = 0; i < 1000; ++i) {
     auto r = a.allocate(64);
     ASSERT_TRUE(r.ok());
     a.free(*r);
   }
-  PersistCounters d = thread_counters() - before;
+  PersistCounters d = pool->persist_context().thread_counters() - before;
   EXPECT_EQ(d.flushes, 0u);
   EXPECT_EQ(d.fences, 0u);
 }

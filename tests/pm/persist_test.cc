@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <list>
 #include <random>
 #include <thread>
@@ -17,31 +18,34 @@ namespace {
 
 alignas(4096) char buffer[64 * 1024];
 
+PersistSettings Settings(PersistMode mode) {
+  PersistSettings s;
+  s.mode = mode;
+  s.model_media = true;
+  return s;
+}
+
 class PersistTest : public ::testing::TestWithParam<PersistMode> {
  protected:
-  void SetUp() override {
-    set_mode(GetParam());
-    drain_media();
-  }
-  void TearDown() override { set_mode(PersistMode::kAdr); }
+  PersistContext pc{Settings(GetParam())};
 };
 
 TEST_P(PersistTest, PersistOf100BytesAt60IntoALineCountsThreeLinesOneFence) {
-  PersistCounters before = thread_counters();
-  persist(buffer + 60, 100);  // bytes 60..159: lines 0, 1, 2
-  PersistCounters d = thread_counters() - before;
+  PersistCounters before = pc.thread_counters();
+  pc.persist(buffer + 60, 100);  // bytes 60..159: lines 0, 1, 2
+  PersistCounters d = pc.thread_counters() - before;
   EXPECT_EQ(d.persist_calls, 1u);
   EXPECT_EQ(d.flushes, 3u);
   EXPECT_EQ(d.fences, 1u);
 }
 
 TEST_P(PersistTest, CountsDoNotDependOnMode) {
-  PersistCounters before = thread_counters();
-  flush(buffer, 1);
-  flush(buffer + 64, 64);
-  fence();
-  copy_persist(buffer + 256, buffer, 200);  // 4 lines
-  PersistCounters d = thread_counters() - before;
+  PersistCounters before = pc.thread_counters();
+  pc.flush(buffer, 1);
+  pc.flush(buffer + 64, 64);
+  pc.fence();
+  pc.copy_persist(buffer + 256, buffer, 200);  // 4 lines
+  PersistCounters d = pc.thread_counters() - before;
   EXPECT_EQ(d.persist_calls, 1u);
   EXPECT_EQ(d.flushes, 6u);
   EXPECT_EQ(d.fences, 2u);
@@ -49,28 +53,28 @@ TEST_P(PersistTest, CountsDoNotDependOnMode) {
 }
 
 TEST_P(PersistTest, ZeroLengthFlushCountsNothing) {
-  PersistCounters before = thread_counters();
-  flush(buffer, 0);
-  PersistCounters d = thread_counters() - before;
+  PersistCounters before = pc.thread_counters();
+  pc.flush(buffer, 0);
+  PersistCounters d = pc.thread_counters() - before;
   EXPECT_EQ(d.flushes, 0u);
 }
 
 TEST_P(PersistTest, FourLinesOfOneXPLineCostOneMediaWrite) {
-  drain_media();
-  PersistCounters before = thread_counters();
-  for (int i = 0; i < 4; ++i) persist(buffer + 1024 + i * 64, 8);
-  drain_media();
-  PersistCounters d = thread_counters() - before;
+  pc.drain_media();
+  PersistCounters before = pc.thread_counters();
+  for (int i = 0; i < 4; ++i) pc.persist(buffer + 1024 + i * 64, 8);
+  pc.drain_media();
+  PersistCounters d = pc.thread_counters() - before;
   EXPECT_EQ(d.media_writes, 1u);
   EXPECT_EQ(d.media_rmw, 0u);
 }
 
 TEST_P(PersistTest, FourLinesOfFourXPLinesCostFourReadModifyWrites) {
-  drain_media();
-  PersistCounters before = thread_counters();
-  for (int i = 0; i < 4; ++i) persist(buffer + i * 4096, 8);
-  drain_media();
-  PersistCounters d = thread_counters() - before;
+  pc.drain_media();
+  PersistCounters before = pc.thread_counters();
+  for (int i = 0; i < 4; ++i) pc.persist(buffer + i * 4096, 8);
+  pc.drain_media();
+  PersistCounters d = pc.thread_counters() - before;
   EXPECT_EQ(d.media_writes, 4u);
   EXPECT_EQ(d.media_rmw, 4u);
 }
@@ -140,19 +144,40 @@ TEST(XPLineModel, AgreesWithAReferenceLru) {
 }
 
 TEST(Counters, SumThreadsIncludingExitedOnes) {
-  PersistCounters before = counters();
+  PersistContext pc(Settings(PersistMode::kAdr));
+  PersistCounters before = pc.counters();
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([] {
-      for (int i = 0; i < 1000; ++i) persist(buffer + (i % 16) * 64, 8);
+    threads.emplace_back([&pc] {
+      for (int i = 0; i < 1000; ++i) pc.persist(buffer + (i % 16) * 64, 8);
+      pc.drain_media();
     });
   }
   for (auto& t : threads) t.join();
-  PersistCounters d = counters() - before;
+  PersistCounters d = pc.counters() - before;
   EXPECT_EQ(d.persist_calls, 4000u);
   EXPECT_EQ(d.flushes, 4000u);
   EXPECT_EQ(d.fences, 4000u);
-  EXPECT_EQ(d.media_writes, 4u * 4);  // each exiting thread drained its 4 XPLines
+  EXPECT_EQ(d.media_writes, 4u * 4);  // each thread drained its 4 XPLines
+}
+
+// More threads at once than any fixed table would hold, oversubscribed: each keeps its own
+// counters and none is dropped.
+TEST(Counters, NoThreadLimit) {
+  PersistContext pc(Settings(PersistMode::kEadr));
+  constexpr int kThreads = 1100;
+  std::vector<std::thread> threads;
+  std::atomic<int> arrived{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      pc.persist(buffer, 8);
+      arrived.fetch_add(1);
+      while (arrived.load() < kThreads) std::this_thread::yield();  // all alive at once
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(pc.counters().fences, static_cast<uint64_t>(kThreads));
+  EXPECT_GE(ThreadIdBound(), static_cast<uint32_t>(kThreads));
 }
 
 class CountingHook : public PersistHook {
@@ -164,10 +189,11 @@ class CountingHook : public PersistHook {
 
 TEST(Hook, SeesTheFlushAndFenceStream) {
   CountingHook hook;
-  PersistHook* old = set_hook(&hook);
-  persist(buffer + 60, 100);
-  flush(buffer, 256);
-  set_hook(old);
+  PersistContext pc(Settings(PersistMode::kAdr));
+  PersistHook* old = pc.set_hook(&hook);
+  pc.persist(buffer + 60, 100);
+  pc.flush(buffer, 256);
+  pc.set_hook(old);
   EXPECT_EQ(hook.flushed, 7u);
   EXPECT_EQ(hook.fences, 1u);
 }
@@ -178,14 +204,14 @@ TEST(FlushInstruction, IsDetected) {
 }
 
 TEST(WriteLatency, IsPaidAtTheFence) {
-  set_mode(PersistMode::kAdr);
-  set_write_latency_ns(20000);
+  PersistSettings settings = Settings(PersistMode::kAdr);
+  settings.write_latency_ns = 20000;
+  PersistContext pc(settings);
   auto t0 = std::chrono::steady_clock::now();
-  persist(buffer, 64 * 10);  // 10 lines x 20 us
+  pc.persist(buffer, 64 * 10);  // 10 lines x 20 us
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                 std::chrono::steady_clock::now() - t0)
                 .count();
-  set_write_latency_ns(0);
   EXPECT_GE(ns, 200000);
 }
 

@@ -39,9 +39,9 @@ TEST_P(RadixPersistTest, InsertWithoutGrowOrSplitCostsTwoFences) {
     for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(index.insert(IntKey(base + 2 * i), IntValue(i)).ok());
     for (uint64_t odd = 1; odd < 2 * n && odd < 8; odd += 2) {
       const uint64_t carved = index.pool()->allocator().carved_chunks();
-      const PersistCounters before = pm::thread_counters();
+      const PersistCounters before = index.pool()->persist_context().thread_counters();
       ASSERT_TRUE(index.insert(IntKey(base + odd), IntValue(odd)).ok());
-      const PersistCounters cost = pm::thread_counters() - before;
+      const PersistCounters cost = index.pool()->persist_context().thread_counters() - before;
       if (index.pool()->allocator().carved_chunks() != carved) continue;  // carving fences once
       if (GetParam() == "woart" && n == 2 && odd > 2) continue;  // Node4 full: grows
       EXPECT_EQ(cost.fences, 2u) << GetParam() << " node of " << n << " children, key " << odd;
@@ -50,9 +50,9 @@ TEST_P(RadixPersistTest, InsertWithoutGrowOrSplitCostsTwoFences) {
   }
   EXPECT_GE(measured, 8);
   // A same-length 8-byte value update is one in-place 8-byte store: 1 fence.
-  const PersistCounters before = pm::thread_counters();
+  const PersistCounters before = index.pool()->persist_context().thread_counters();
   ASSERT_TRUE(index.update(IntKey(3 << 16), IntValue(99)).ok());
-  EXPECT_EQ((pm::thread_counters() - before).fences, 1u);
+  EXPECT_EQ((index.pool()->persist_context().thread_counters() - before).fences, 1u);
   std::string v;
   ASSERT_TRUE(index.lookup(IntKey(3 << 16), &v));
   EXPECT_EQ(IntValue::Decode(v), 99u);
@@ -102,11 +102,11 @@ TEST_P(RadixPersistTest, CrashInsidePathCompressionSplitIsRepairedLazily) {
       Index& index = *idx.value();
       for (const std::string& k : keys) ASSERT_TRUE(index.insert(k, "v:" + k).ok());
       CopyAtFence hook(*index.pool(), target);
-      pm::set_hook(&hook);
-      const PersistCounters before = pm::thread_counters();
+      index.pool()->persist_context().set_hook(&hook);
+      const PersistCounters before = index.pool()->persist_context().thread_counters();
       Status s = index.insert(split_key, "split");
-      const PersistCounters cost = pm::thread_counters() - before;
-      pm::set_hook(nullptr);
+      const PersistCounters cost = index.pool()->persist_context().thread_counters() - before;
+      index.pool()->persist_context().set_hook(nullptr);
       ASSERT_TRUE(s.ok()) << s.ToString();
       EXPECT_EQ(cost.fences, 3u) << "a split is leaf+parent, commit, header";
       EXPECT_EQ(StatNamed(index, "header_repairs"), 0u);
@@ -167,9 +167,9 @@ TEST(WoartMutantTest, SlotWordBeforeChildIsDetectable) {
     ASSERT_TRUE(index.insert("k2", "b").ok());  // a Node4 with two children
     pm::set_mutant("woart.header_and_child_two_stores");
     CopyAtFence hook(*index.pool(), 1);  // fence 1 persists the early slot word
-    pm::set_hook(&hook);
+    index.pool()->persist_context().set_hook(&hook);
     Status s = index.insert("k3", "c");
-    pm::set_hook(nullptr);
+    index.pool()->persist_context().set_hook(nullptr);
     pm::set_mutant(nullptr);
     ASSERT_TRUE(s.ok());
     image = hook.image();

@@ -93,9 +93,9 @@ Status TestList::insert_locked(uint64_t k, std::string_view value, uint64_t* lin
   std::memcpy(&n->value, value.data(), 8);
   n->next = pool_->offset_of(at);
   // The node must be durable before the link that makes it reachable.
-  if (!broken_ && !pm::mutant("testlist.skip_node_persist")) pm::persist(n, sizeof(ListNode));
+  if (!broken_ && !pm::mutant("testlist.skip_node_persist")) pool_->persist_context().persist(n, sizeof(ListNode));
   StoreWord(link, off.value());
-  if (!pm::mutant("testlist.skip_link_persist")) pm::persist(link, 8);
+  if (!pm::mutant("testlist.skip_link_persist")) pool_->persist_context().persist(link, 8);
   return Status::OK();
 }
 
@@ -119,7 +119,7 @@ Status TestList::update(std::string_view key, std::string_view value) {
   uint64_t v;
   std::memcpy(&v, value.data(), 8);
   StoreWord(&cur->value, v);  // 8-byte failure-atomic: old or new value, never a mix
-  pm::persist(&cur->value, 8);
+  pool_->persist_context().persist(&cur->value, 8);
   return Status::OK();
 }
 
@@ -133,7 +133,7 @@ Status TestList::upsert(std::string_view key, std::string_view value) {
     uint64_t v;
     std::memcpy(&v, value.data(), 8);
     StoreWord(&cur->value, v);
-    pm::persist(&cur->value, 8);
+    pool_->persist_context().persist(&cur->value, 8);
     return Status::OK();
   }
   return insert_locked(k, value, link, cur);
@@ -147,7 +147,7 @@ Status TestList::remove(std::string_view key) {
   uint64_t* link = find(k, &cur);
   if (cur == nullptr || cur->key != k) return Status::NotFound();
   StoreWord(link, LoadWord(&cur->next));  // one 8-byte store unlinks the node
-  pm::persist(link, 8);
+  pool_->persist_context().persist(link, 8);
   pool_->allocator().free(pool_->offset_of(cur));  // DRAM only: the node is unreachable now
   return Status::OK();
 }

@@ -139,12 +139,21 @@ std::string DescribeWaitStatus(int status) {
   return "verifier ended with wait status " + std::to_string(status);
 }
 
-CrashTracker::CrashTracker(void* base, size_t size, TrackerOptions options, Verifier verifier)
-    : base_(static_cast<char*>(base)),
-      size_(size),
-      options_(std::move(options)),
-      verifier_(std::move(verifier)) {
+CrashTracker::CrashTracker(TrackerOptions options, Verifier verifier)
+    : options_(std::move(options)), verifier_(std::move(verifier)) {
   std::sort(options_.points.begin(), options_.points.end());
+}
+
+CrashTracker::CrashTracker(void* base, size_t size, TrackerOptions options, Verifier verifier)
+    : CrashTracker(std::move(options), std::move(verifier)) {
+  on_map(base, size);
+}
+
+void CrashTracker::on_map(void* base, size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  base_ = static_cast<char*>(base);
+  size_ = size;
+  if (pool_extent_) extent_ = [base, size] { return PoolUsedExtent(base, size); };
   void* m = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
     durable_ = nullptr;
@@ -169,16 +178,16 @@ CrashTracker::~CrashTracker() {
   if (durable_ != nullptr) ::munmap(durable_, size_);
 }
 
-void CrashTracker::install() {
-  if (installed_) return;
-  previous_ = pm::set_hook(this);
-  installed_ = true;
+void CrashTracker::install(PersistContext& context) {
+  if (hooked_ != nullptr) return;
+  previous_ = context.set_hook(this);
+  hooked_ = &context;
 }
 
 void CrashTracker::uninstall() {
-  if (!installed_) return;
-  pm::set_hook(previous_);
-  installed_ = false;
+  if (hooked_ == nullptr) return;
+  hooked_->set_hook(previous_);
+  hooked_ = nullptr;
 }
 
 bool CrashTracker::done() const {
@@ -189,6 +198,7 @@ bool CrashTracker::done() const {
 }
 
 void CrashTracker::on_flush(uintptr_t first_line, size_t lines) {
+  if (detached_) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(base_);
   const uintptr_t hi = lo + size_;
   std::lock_guard<std::mutex> lock(mu_);
@@ -201,6 +211,7 @@ void CrashTracker::on_flush(uintptr_t first_line, size_t lines) {
 }
 
 void CrashTracker::on_fence() {
+  if (detached_) return;
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t point = ++report_.fences;
   // The crash point comes before the fence takes effect: pending lines are still undecided.
@@ -410,9 +421,7 @@ void CrashTracker::run_images(uint64_t point, const std::vector<Image>& images,
   if (!options_.fork) {
     for (const Image& image : images) {
       patch(image, false);
-      PersistHook* self = pm::set_hook(nullptr);  // the verifier's own persists are not tracked
-      Status s = verifier_(image_path_, point, image.name);
-      pm::set_hook(self);
+      Status s = verifier_(image_path_, point, image.name);  // its pools have their own seams
       patch(image, true);
       ++report_.images;
       if (!s.ok()) {
@@ -443,7 +452,7 @@ void CrashTracker::run_images(uint64_t point, const std::vector<Image>& images,
     if (pid == 0) {
       // The child: a copy of the process at the crash point. It must not feed this tracker.
       ::close(fds[0]);
-      pm::set_hook(nullptr);
+      detached_ = true;
       for (size_t k = next; k < images.size(); ++k) {
         SendMessage(fds[1], static_cast<uint32_t>(k), kStart, {});
         patch(images[k], false);

@@ -1,7 +1,9 @@
 // The crash tracker: simulated power failure under the ADR model.
 //
-// Installed behind the persist seam (pm::set_hook), it follows one mapping [base, base+size)
-// — a pool — and keeps the *durable image*: what the medium is guaranteed to hold.
+// A PersistHook on one pool's persist seam (Options::persist_hook, or install() on a bare
+// PersistContext), it follows one mapping [base, base+size) — a pool — and keeps the *durable
+// image*: what the medium is guaranteed to hold. Only that pool's flushes and fences reach
+// it: other pools of the process (the verifier's, say) have seams of their own.
 //
 //   flush(line)  records the line's content at flush time as pending;
 //   fence()      makes the pending lines durable (content as of their flush).
@@ -125,6 +127,9 @@ class CrashTracker : public PersistHook {
   using Verifier =
       std::function<Status(const std::string& image_path, uint64_t point, const std::string& image)>;
 
+  // A tracker for a pool not mapped yet: hand it to the pool through Options::persist_hook;
+  // on_map() takes the snapshot when the pool maps.
+  CrashTracker(TrackerOptions options, Verifier verifier);
   // Snapshots [base, base+size) as the durable image (everything there now counts as
   // durable). Does not install itself.
   CrashTracker(void* base, size_t size, TrackerOptions options, Verifier verifier);
@@ -135,14 +140,17 @@ class CrashTracker : public PersistHook {
   // Bytes from base that may have been written (default: the whole size). Called at each
   // crash point; compare-cost is proportional to it. Must not shrink below any written line.
   void set_extent(std::function<size_t()> extent) { extent_ = std::move(extent); }
+  // The extent is the mapped pool's used part (PoolUsedExtent), once on_map() gives its base.
+  void use_pool_extent() { pool_extent_ = true; }
   // Describes the current point for failure reports (e.g. "op 17: insert 42"); called in the
   // parent at crash points that are checked.
   void set_context(std::function<std::string()> context) { context_ = std::move(context); }
   // Called for each failure as it is found (e.g. to print it).
   void set_on_failure(std::function<void(const CrashFailure&)> fn) { on_failure_ = std::move(fn); }
 
-  // pm::set_hook(this) / restore the previous hook.
-  void install();
+  // Hooks itself into a bare context (tests on raw buffers) / restores its previous hook.
+  // Pools take the tracker through Options::persist_hook instead.
+  void install(PersistContext& context);
   void uninstall();
 
   // An explicit crash point outside the fence stream (e.g. after the workload's last
@@ -155,6 +163,7 @@ class CrashTracker : public PersistHook {
   const TrackerOptions& options() const { return options_; }
 
   // PersistHook.
+  void on_map(void* base, size_t size) override;
   void on_flush(uintptr_t first_line, size_t lines) override;
   void on_fence() override;
 
@@ -174,15 +183,17 @@ class CrashTracker : public PersistHook {
   void record_failure(uint64_t point, const std::string& image, const std::string& context,
                       std::string message);
 
-  char* base_;
-  size_t size_;
+  char* base_ = nullptr;
+  size_t size_ = 0;
   TrackerOptions options_;
   Verifier verifier_;
   std::function<size_t()> extent_;
   std::function<std::string()> context_;
   std::function<void(const CrashFailure&)> on_failure_;
+  bool pool_extent_ = false;
+  PersistContext* hooked_ = nullptr;  // where install() hooked it
   PersistHook* previous_ = nullptr;
-  bool installed_ = false;
+  bool detached_ = false;  // in a verifier child: the copy of the workload feeds nothing
 
   std::mutex mu_;
   char* durable_ = nullptr;  // anonymous mapping, `size_` bytes

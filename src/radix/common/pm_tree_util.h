@@ -47,9 +47,9 @@ inline Result<PmLeaf*> NewLeaf(Pool& pool, std::string_view key, std::string_vie
 
 // Publishes `word` in `slot` with one 8-byte store and persists it: the commit point of
 // every structural change of WORT and WOART.
-inline void CommitWord(uint64_t* slot, uint64_t word) {
+inline void CommitWord(pm::PersistContext& pc, uint64_t* slot, uint64_t word) {
   StoreWord(slot, word);
-  pm::persist(slot, 8);
+  pc.persist(slot, 8);
 }
 
 // Replaces the value of the leaf linked from `slot`. Same length <= 8 bytes: one 8-byte
@@ -59,16 +59,17 @@ inline void CommitWord(uint64_t* slot, uint64_t word) {
 inline Status ReplaceLeafValue(Pool& pool, uint64_t* slot, PmLeaf* leaf, std::string_view value,
                                const char* skip_leaf_persist_mutant) {
   if (value.size() == leaf->value_len && value.size() <= 8) {
-    CommitWord(&leaf->value_word, PmLeaf::PackSmallValue(value));
+    CommitWord(pool.persist_context(), &leaf->value_word, PmLeaf::PackSmallValue(value));
     return Status::OK();
   }
   uint64_t word;
   Result<PmLeaf*> fresh = NewLeaf(pool, leaf->key(), value, &word);
   if (!fresh.ok()) return fresh.status();
-  if (!pm::mutant(skip_leaf_persist_mutant)) pm::flush(*fresh, (*fresh)->size());
-  pm::fence();
+  pm::PersistContext& pc = pool.persist_context();
+  if (!pm::mutant(skip_leaf_persist_mutant)) pc.flush(*fresh, (*fresh)->size());
+  pc.fence();
   const uint64_t old = *slot;
-  CommitWord(slot, word);
+  CommitWord(pc, slot, word);
   pool.allocator().free(ChildOffset(old));
   return Status::OK();
 }

@@ -8,9 +8,9 @@
 
 namespace pmindex::pftree {
 
-void StoreRef(uint64_t* slot, uint64_t ref) {
+void StoreRef(pm::PersistContext& pc, uint64_t* slot, uint64_t ref) {
   std::atomic_ref<uint64_t>(*slot).store(ref, std::memory_order_release);
-  pm::persist(slot, sizeof(uint64_t));
+  pc.persist(slot, sizeof(uint64_t));
 }
 
 size_t FixedSize(NodeType type) {
@@ -57,11 +57,11 @@ uint64_t* FindChildSlot(InnerHeader* n, uint8_t b) {
   }
 }
 
-bool AddChildInPlace(InnerHeader* n, uint8_t b, uint64_t ref) {
+bool AddChildInPlace(pm::PersistContext& pc, InnerHeader* n, uint8_t b, uint64_t ref) {
   uint64_t* slot = FindChildSlot(n, b);
   if (slot != nullptr) {
     if (LoadRef(slot) != 0) return false;
-    StoreRef(slot, ref);
+    StoreRef(pc, slot, ref);
     return true;
   }
   if (static_cast<NodeType>(n->type) != NodeType::kNode48) return false;
@@ -73,10 +73,10 @@ bool AddChildInPlace(InnerHeader* n, uint8_t b, uint64_t ref) {
     if (n48->index[i] != 0) used |= uint64_t{1} << (n48->index[i] - 1);
   for (int s = 0; s < 48; ++s) {
     if (used & (uint64_t{1} << s)) continue;
-    StoreRef(&n48->children[s], ref);
+    StoreRef(pc, &n48->children[s], ref);
     std::atomic_ref<uint8_t>(n48->index[b]).store(static_cast<uint8_t>(s + 1),
                                                   std::memory_order_release);
-    pm::persist(&n48->index[b], 1);  // commit
+    pc.persist(&n48->index[b], 1);  // commit
     return true;
   }
   return false;
@@ -91,7 +91,7 @@ std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n) {
   return out;
 }
 
-Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
+Result<uint64_t> BuildInnerNode(pm::PersistContext& pc, pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
                                 const std::vector<std::pair<uint8_t, uint64_t>>& children) {
   size_t n = children.size();
@@ -147,7 +147,7 @@ Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth
     default:
       break;
   }
-  pm::flush(p, size);  // the caller fences before any reference to the node is stored
+  pc.flush(p, size);  // the caller fences before any reference to the node is stored
   return *off;
 }
 

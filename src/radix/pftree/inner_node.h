@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "pm/alloc.h"
+#include "pm/persist.h"
 #include "pmindex/status.h"
 
 namespace pmindex::pftree {
@@ -107,7 +108,7 @@ inline uint64_t LoadRef(const uint64_t* slot) {
   return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(slot)).load(std::memory_order_acquire);
 }
 // Stores and persists a reference: the commit point of every structural change.
-void StoreRef(uint64_t* slot, uint64_t ref);
+void StoreRef(pm::PersistContext& pc, uint64_t* slot, uint64_t ref);
 
 size_t FixedSize(NodeType type);
 inline const char* PrefixOf(const InnerHeader* n) {
@@ -194,12 +195,12 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
 // Adds child `ref` for byte b without copying the node, if its type allows (Node256, a
 // Node48 with a free slot, or an existing slot for b whose child was cleared). Caller holds
 // the node's lock and has persisted the child. False: copy-on-write needed.
-bool AddChildInPlace(InnerHeader* n, uint8_t b, uint64_t ref);
+bool AddChildInPlace(pm::PersistContext& pc, InnerHeader* n, uint8_t b, uint64_t ref);
 
 // Builds a new node of the smallest type that holds `children` (sorted by byte, non-zero
 // refs) and flushes it; the caller fences once, for every block it built, before any
 // reference to them is stored. Returns its offset.
-Result<uint64_t> BuildInnerNode(pm::Allocator& alloc, char* base, uint16_t depth,
+Result<uint64_t> BuildInnerNode(pm::PersistContext& pc, pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
                                 const std::vector<std::pair<uint8_t, uint64_t>>& children);
 

@@ -100,7 +100,7 @@ void FreeAux(LeafAux* aux) {
   ::operator delete(static_cast<void*>(aux), std::align_val_t{16});
 }
 
-bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
+bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
                  uint8_t fp) {
   uint32_t n = aux->count.load(std::memory_order_relaxed);
   size_t size = EntrySize(key.size(), value.size());
@@ -112,7 +112,7 @@ bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_
   const bool early_header = pm::mutant("pftree.header_before_kv");
   if (early_header) {  // mutant: commits before the key and value are durable
     std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
-    pm::persist(header, 2);
+    pc.persist(header, 2);
   }
   std::memcpy(entry + 2, key.data(), key.size());
   std::memcpy(entry + 2 + key.size(), value.data(), value.size());
@@ -123,10 +123,10 @@ bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_
         .store(0, std::memory_order_relaxed);
     body += 2;
   }
-  if (!pm::mutant("pftree.skip_entry_persist")) pm::persist(entry + 2, body);
+  if (!pm::mutant("pftree.skip_entry_persist")) pc.persist(entry + 2, body);
   if (!early_header) {
     std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
-    pm::persist(header, 2);  // commit
+    pc.persist(header, 2);  // commit
   }
   aux->pos[n] = static_cast<uint16_t>(pos);
   aux->fp[n] = fp;
@@ -136,11 +136,11 @@ bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_
   return true;
 }
 
-void InvalidateEntry(LeafHeader* l, LeafAux* aux, uint32_t idx) {
+void InvalidateEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32_t idx) {
   auto* header = reinterpret_cast<uint16_t*>(LeafData(l) + aux->pos[idx]);
   std::atomic_ref<uint16_t> h(*header);
   h.store(h.load(std::memory_order_relaxed) & ~kEntryValid, std::memory_order_release);
-  pm::persist(header, 2);
+  pc.persist(header, 2);
   aux->live--;
 }
 
@@ -154,7 +154,7 @@ size_t LeafBlockSizeFor(size_t bytes) {
   return kMaxLeafBlock;
 }
 
-void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
+void WriteLeaf(pm::PersistContext& pc, LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
                const std::vector<LeafItem>& items, size_t b, size_t e, BlockPersist how) {
   std::memset(leaf, 0, kLeafHeaderSize);
   leaf->type = static_cast<uint8_t>(NodeType::kLeafArray);
@@ -186,13 +186,13 @@ void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen
   leaf->aux = reinterpret_cast<uint64_t>(aux);
   leaf->aux_gen = gen;
   if (how == BlockPersist::kPersist) {
-    pm::persist(leaf, kLeafHeaderSize + end);
+    pc.persist(leaf, kLeafHeaderSize + end);
   } else if (how == BlockPersist::kFlushOnly) {
-    pm::flush(leaf, kLeafHeaderSize + end);  // the caller fences before publishing
+    pc.flush(leaf, kLeafHeaderSize + end);  // the caller fences before publishing
   }
 }
 
-LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error) {
+LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error) {
   char* data = LeafData(l);
   uint32_t entries = 0;
   for (uint32_t p = 0; p + 2 <= l->capacity && entries <= kMaxEntries; ++entries) {
@@ -226,7 +226,7 @@ LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error) {
       if (old >= 0) {
         // Interrupted update: the later version wins.
         if (repair) {
-          InvalidateEntry(l, aux, static_cast<uint32_t>(old));
+          InvalidateEntry(*repair, l, aux, static_cast<uint32_t>(old));
         } else {
           aux->live--;
         }

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pm/persist.h"
 #include "pmindex/status.h"
 
 namespace pmindex::pftree {
@@ -144,10 +145,10 @@ int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view ke
 
 // Appends and commits key -> value. Caller holds the lock. False (nothing written) if the
 // data area or the entry arrays are full.
-bool AppendEntry(LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
+bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
                  uint8_t fp);
 // Clears entry idx's valid bit and persists it. Caller holds the lock.
-void InvalidateEntry(LeafHeader* l, LeafAux* aux, uint32_t idx);
+void InvalidateEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32_t idx);
 
 // a < b in byte order. Compares the first 8 bytes as one big-endian word when both keys have
 // them (every integer key), so rebuild sorts and scans rarely call memcmp.
@@ -181,13 +182,14 @@ size_t LeafBlockSizeFor(size_t bytes);
 enum class BlockPersist { kPersist, kFlushOnly, kSkip };
 // Writes items[b, e) (sorted) into the block at `leaf` of `block_size` bytes and makes its
 // aux. Does not publish it.
-void WriteLeaf(LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
+void WriteLeaf(pm::PersistContext& pc, LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,
                const std::vector<LeafItem>& items, size_t b, size_t e, BlockPersist how);
 
-// Rebuilds the DRAM metadata of a leaf by scanning its data area (recovery). With repair,
-// clears the earlier of two valid versions of a key (an interrupted update). Returns nullptr
-// and sets *error if the data area is malformed.
-LeafAux* ScanLeaf(LeafHeader* l, bool repair, std::string* error);
+// Rebuilds the DRAM metadata of a leaf by scanning its data area (recovery). With `repair`
+// (the pool's seam), clears the earlier of two valid versions of a key (an interrupted
+// update); with nullptr only counts them. Returns nullptr and sets *error if the data area is
+// malformed.
+LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error);
 
 // Indexes of the valid entries among [0, n) in ascending key order, sorted from scratch
 // (verify's independent reference; scans use KeyOrder).

@@ -50,7 +50,7 @@ Result<InnerHeader*> PFTree::EnsureRoot() {
   auto* node = pool_->at<Node256>(*off);
   std::memset(node, 0, sizeof(Node256));
   node->h.type = static_cast<uint8_t>(NodeType::kNode256);
-  pm::persist(node, sizeof(Node256));  // before set_root publishes it
+  pc().persist(node, sizeof(Node256));  // before set_root publishes it
   pool_->set_root(*off);
   root_.store(&node->h, std::memory_order_release);
   return &node->h;
@@ -209,7 +209,7 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
         return {false, Status::NotFound()};
       }
       if (aux->live > 1) {
-        InvalidateEntry(leaf, aux, static_cast<uint32_t>(idx));  // commit: the valid bit
+        InvalidateEntry(pc(), leaf, aux, static_cast<uint32_t>(idx));  // commit: the valid bit
         VersionLock::Unlock(&leaf->lock, gen_);
         return {false, Status::OK()};
       }
@@ -219,7 +219,7 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
         return {true, {}};
       }
       VersionLock::MarkObsolete(&leaf->lock, gen_);
-      StoreRef(slot, 0);
+      StoreRef(pc(), slot, 0);
       VersionLock::Unlock(&parent->lock, gen_);
       Retire(pool_->offset_of(leaf) | kLeafTag);
       return {false, Status::OK()};
@@ -227,8 +227,8 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
       break;
   }
   // Append the new version (commit: its header), then retire the old one's valid bit.
-  if (AppendEntry(leaf, aux, key, value, fp)) {
-    if (idx >= 0) InvalidateEntry(leaf, aux, static_cast<uint32_t>(idx));
+  if (AppendEntry(pc(), leaf, aux, key, value, fp)) {
+    if (idx >= 0) InvalidateEntry(pc(), leaf, aux, static_cast<uint32_t>(idx));
     VersionLock::Unlock(&leaf->lock, gen_);
     return {false, Status::OK()};
   }
@@ -258,9 +258,9 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
     VersionLock::Unlock(&leaf->lock, gen_);
     return {false, sub.status()};
   }
-  pm::fence();  // every block of the new part was flushed: durable before the swap
+  pc().fence();  // every block of the new part was flushed: durable before the swap
   VersionLock::MarkObsolete(&leaf->lock, gen_);
-  StoreRef(slot, *sub);  // commit
+  StoreRef(pc(), slot, *sub);  // commit
   VersionLock::Unlock(&parent->lock, gen_);
   Retire(pool_->offset_of(leaf) | kLeafTag);
   return {false, Status::OK()};
@@ -271,7 +271,7 @@ Result<uint64_t> PFTree::NewLeaf(std::string_view key, std::string_view value, u
   size_t block = LeafBlockSizeFor(ItemsBytes(items, 0, 1));
   Result<uint64_t> off = alloc_->allocate(block);
   if (!off.ok()) return off.status();
-  WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, 0, 1,
+  WriteLeaf(pc(), pool_->at<LeafHeader>(*off), block, depth, gen_, items, 0, 1,
             BlockPersist::kFlushOnly);  // callers fence before publishing it
   return *off | kLeafTag;
 }
@@ -295,13 +295,13 @@ PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, Inner
   // the flushed leaf must be durable first; for a copy, one fence before the swap covers both.
   const bool in_place =
       term || slot != nullptr || node->type == static_cast<uint8_t>(NodeType::kNode48);
-  if (in_place) pm::fence();
+  if (in_place) pc().fence();
   if (term) {
-    StoreRef(&node->term, *leaf);  // commit
+    StoreRef(pc(), &node->term, *leaf);  // commit
     VersionLock::Unlock(&node->lock, gen_);
     return {false, Status::OK()};
   }
-  if (AddChildInPlace(node, b, *leaf)) {  // commit inside
+  if (AddChildInPlace(pc(), node, b, *leaf)) {  // commit inside
     VersionLock::Unlock(&node->lock, gen_);
     return {false, Status::OK()};
   }
@@ -315,7 +315,7 @@ PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, Inner
   children.insert(std::lower_bound(children.begin(), children.end(), std::make_pair(b, uint64_t{0})),
                   {b, *leaf});
   Result<uint64_t> copy =
-      BuildInnerNode(*alloc_, base_, node->depth, {PrefixOf(node), node->prefix_len},
+      BuildInnerNode(pc(), *alloc_, base_, node->depth, {PrefixOf(node), node->prefix_len},
                      LoadRef(&node->term), children);
   if (!copy.ok()) {
     FreeBlocks({RefOffset(*leaf)});
@@ -323,9 +323,9 @@ PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, Inner
     VersionLock::Unlock(&node->lock, gen_);
     return {false, copy.status()};
   }
-  pm::fence();  // the flushed copy (and leaf) are durable before the swap publishes them
+  pc().fence();  // the flushed copy (and leaf) are durable before the swap publishes them
   VersionLock::MarkObsolete(&node->lock, gen_);
-  StoreRef(FindChildSlot(grandparent, gp_byte), *copy);  // commit
+  StoreRef(pc(), FindChildSlot(grandparent, gp_byte), *copy);  // commit
   VersionLock::Unlock(&grandparent->lock, gen_);
   Retire(pool_->offset_of(node));
   return {false, Status::OK()};
@@ -350,7 +350,7 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
     return {false, s};
   };
   Result<uint64_t> copy =
-      BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos + match + 1),
+      BuildInnerNode(pc(), *alloc_, base_, static_cast<uint16_t>(pos + match + 1),
                      prefix.substr(match + 1), LoadRef(&node->term), LiveChildren(node));
   if (!copy.ok()) return fail(copy.status());
   allocated.push_back(*copy);
@@ -368,12 +368,12 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
       children.push_back({kb, *leaf});
     }
   }
-  Result<uint64_t> top = BuildInnerNode(*alloc_, base_, static_cast<uint16_t>(pos),
+  Result<uint64_t> top = BuildInnerNode(pc(), *alloc_, base_, static_cast<uint16_t>(pos),
                                         prefix.substr(0, match), term ? *leaf : 0, children);
   if (!top.ok()) return fail(top.status());
-  pm::fence();  // the three flushed blocks are durable before the swap publishes them
+  pc().fence();  // the three flushed blocks are durable before the swap publishes them
   VersionLock::MarkObsolete(&node->lock, gen_);
-  StoreRef(FindChildSlot(parent, parent_byte), *top);  // commit
+  StoreRef(pc(), FindChildSlot(parent, parent_byte), *top);  // commit
   VersionLock::Unlock(&parent->lock, gen_);
   Retire(pool_->offset_of(node));
   return {false, Status::OK()};
@@ -390,7 +390,7 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
     Result<uint64_t> off = alloc_->allocate(block);
     if (!off.ok()) return off.status();
     allocated->push_back(*off);
-    WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, how);
+    WriteLeaf(pc(), pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, how);
     return *off | kLeafTag;
   }
   // Split by the first key byte after `depth` where the keys differ. Items are sorted, so the
@@ -433,7 +433,7 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
     for (size_t k = 0; k < same.size(); ++k) {
       const Group& gr = groups[same[k]];
       allocated->push_back(offs[k]);
-      WriteLeaf(pool_->at<LeafHeader>(offs[k]), gr.block, static_cast<uint16_t>(q + 1), gen_,
+      WriteLeaf(pc(), pool_->at<LeafHeader>(offs[k]), gr.block, static_cast<uint16_t>(q + 1), gen_,
                 items, gr.b, gr.e, how);
       refs[same[k]] = offs[k] | kLeafTag;
     }
@@ -449,7 +449,7 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
     }
     children.emplace_back(static_cast<uint8_t>(items[groups[g].b].key[q]), refs[g]);
   }
-  Result<uint64_t> node = BuildInnerNode(*alloc_, base_, depth, first.substr(depth, q - depth),
+  Result<uint64_t> node = BuildInnerNode(pc(), *alloc_, base_, depth, first.substr(depth, q - depth),
                                          term, children);
   if (!node.ok()) return node;
   allocated->push_back(*node);

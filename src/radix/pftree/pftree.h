@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "pm/alloc.h"
+#include "pm/persist.h"
 #include "pmindex/index.h"
 #include "radix/pftree/epoch.h"
 #include "radix/pftree/inner_node.h"
@@ -64,6 +65,7 @@ class PFTree final : public Index, private Reclaimer {
   Status recover() override;
   Status visit_blocks(BlockVisitor& visitor) override;
   Pool* pool() override { return pool_.get(); }
+  pm::PersistContext& pc() const { return pool_->persist_context(); }
   Status close() override;
 
  private:

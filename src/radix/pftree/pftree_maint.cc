@@ -180,7 +180,7 @@ Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys) {
     if (leaf->aux_gen != gen_) return Status::Corruption(where() + "no DRAM metadata");
     LeafAux* aux = AuxOf(leaf);
     std::string err;
-    LeafAux* scanned = ScanLeaf(leaf, false, &err);
+    LeafAux* scanned = ScanLeaf(leaf, /*repair=*/nullptr, &err);
     if (scanned == nullptr) return Status::Corruption(where() + err);
     uint32_t n = aux->count.load();
     bool same = scanned->count.load() == n && scanned->used == aux->used &&
@@ -339,7 +339,7 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
       return Status::Corruption("pftree: bad leaf array at offset " + std::to_string(off));
     std::string err;
     // DRAM metadata from the 2-byte entry headers; an interrupted update is finished here.
-    LeafAux* aux = ScanLeaf(leaf, /*repair=*/true, &err);
+    LeafAux* aux = ScanLeaf(leaf, /*repair=*/&pc(), &err);
     if (aux == nullptr)
       return Status::Corruption("pftree: leaf array at offset " + std::to_string(off) + ": " +
                                 err);

@@ -62,20 +62,20 @@ struct WoartNode16 {
   }
 
   // Key and child into a free slot, persisted; then the bitmap bit. 2 fences.
-  void Add(uint8_t b, uint64_t word) {
+  void Add(pm::PersistContext& pc, uint8_t b, uint64_t word) {
     const unsigned p = __builtin_ctzll(~bitmap);
     keys[p] = b;
     child[p] = word;
-    pm::flush(&keys[p], 1);
-    pm::flush(&child[p], 8);
-    pm::fence();
-    CommitWord(&bitmap, bitmap | (uint64_t{1} << p));
+    pc.flush(&keys[p], 1);
+    pc.flush(&child[p], 8);
+    pc.fence();
+    CommitWord(pc, &bitmap, bitmap | (uint64_t{1} << p));
   }
 
   // Clears the key's bit. 1 fence.
-  void Remove(uint8_t b) {
+  void Remove(pm::PersistContext& pc, uint8_t b) {
     const unsigned m = Match16(keys, b) & static_cast<unsigned>(bitmap);
-    CommitWord(&bitmap, bitmap & ~(uint64_t{1} << __builtin_ctz(m)));
+    CommitWord(pc, &bitmap, bitmap & ~(uint64_t{1} << __builtin_ctz(m)));
   }
 };
 static_assert(sizeof(WoartNode16) == 168);

@@ -50,11 +50,11 @@ struct WoartNode256 {
 
   void BuildAdd(uint8_t b, uint64_t word) { child[b] = word; }
   // The caller has flushed the leaf: fence, then the child word. 2 fences.
-  void Add(uint8_t b, uint64_t word) {
-    pm::fence();
-    CommitWord(&child[b], word);
+  void Add(pm::PersistContext& pc, uint8_t b, uint64_t word) {
+    pc.fence();
+    CommitWord(pc, &child[b], word);
   }
-  void Remove(uint8_t b) { CommitWord(&child[b], 0); }
+  void Remove(pm::PersistContext& pc, uint8_t b) { CommitWord(pc, &child[b], 0); }
 };
 static_assert(sizeof(WoartNode256) == 2064);
 static_assert(offsetof(WoartNode256, child) == 16);

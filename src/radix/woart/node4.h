@@ -62,15 +62,17 @@ struct WoartNode4 {
   }
 
   // Adds b -> word to an unpublished node (the caller persists the whole node).
-  void BuildAdd(uint8_t b, uint64_t word) { Insert(b, word, /*publish=*/false); }
+  void BuildAdd(uint8_t b, uint64_t word) { Insert(nullptr, b, word, /*publish=*/false); }
 
   // Adds b -> word to a live node that is not full: the child is written into a free
   // physical slot and persisted, then the slot word is committed with one 8-byte store.
   // The caller has flushed the leaf; this fence covers it. 2 fences.
-  void Add(uint8_t b, uint64_t word) { Insert(b, word, /*publish=*/true); }
+  void Add(pm::PersistContext& pc, uint8_t b, uint64_t word) {
+    Insert(&pc, b, word, /*publish=*/true);
+  }
 
   // Removes key b (present) with one 8-byte store of the slot word. 1 fence.
-  void Remove(uint8_t b) {
+  void Remove(pm::PersistContext& pc, uint8_t b) {
     const uint64_t s = slots;
     uint8_t keys[kCapacity], idx[kCapacity];
     unsigned n = 0;
@@ -79,11 +81,12 @@ struct WoartNode4 {
       keys[n] = KeyAt(s, i);
       idx[n++] = static_cast<uint8_t>(IndexAt(s, i));
     }
-    CommitWord(&slots, Make(n, keys, idx));
+    CommitWord(pc, &slots, Make(n, keys, idx));
   }
 
  private:
-  void Insert(uint8_t b, uint64_t word, bool publish) {
+  // pc: the pool's seam when publish (unused when building an unpublished node).
+  void Insert(pm::PersistContext* pc, uint8_t b, uint64_t word, bool publish) {
     const uint64_t s = slots;
     const unsigned n = Count(s);
     unsigned used = 0;
@@ -114,15 +117,15 @@ struct WoartNode4 {
     if (pm::mutant("woart.header_and_child_two_stores")) {
       // The published WOART ordering bug: the slot word (the node's header of valid slots)
       // is committed before the child it names is durable.
-      CommitWord(&slots, next);
+      CommitWord(*pc, &slots, next);
       child[phys] = word;
-      pm::persist(&child[phys], 8);
+      pc->persist(&child[phys], 8);
       return;
     }
     child[phys] = word;
-    pm::flush(&child[phys], 8);
-    pm::fence();
-    CommitWord(&slots, next);
+    pc->flush(&child[phys], 8);
+    pc->fence();
+    CommitWord(*pc, &slots, next);
   }
 };
 static_assert(sizeof(WoartNode4) == 56);

@@ -82,24 +82,24 @@ struct WoartNode48 {
   }
 
   // Child into a free slot, persisted; then the index byte. 2 fences.
-  void Add(uint8_t b, uint64_t word) {
+  void Add(pm::PersistContext& pc, uint8_t b, uint64_t word) {
     const unsigned p = free_slot();
     child[p] = word;
-    pm::flush(&child[p], 8);
-    pm::fence();
+    pc.flush(&child[p], 8);
+    pc.fence();
     std::atomic_ref<uint8_t>(index[b]).store(static_cast<uint8_t>(p + 1),
                                               std::memory_order_release);
-    pm::persist(&index[b], 1);
+    pc.persist(&index[b], 1);
   }
 
   // Clears the index byte (1 fence), then frees the slot's child word (no fence: the next
   // fence of any operation orders it; if it is lost the slot just stays unused).
-  void Remove(uint8_t b) {
+  void Remove(pm::PersistContext& pc, uint8_t b) {
     const unsigned p = index[b] - 1;
     std::atomic_ref<uint8_t>(index[b]).store(0, std::memory_order_release);
-    pm::persist(&index[b], 1);
+    pc.persist(&index[b], 1);
     StoreWord(&child[p], 0);
-    pm::flush(&child[p], 8);
+    pc.flush(&child[p], 8);
   }
 };
 static_assert(sizeof(WoartNode48) == 656);

@@ -88,7 +88,7 @@ PrefixHeader Woart::RepairHeader(uint64_t w, uint32_t depth, uint64_t word) {
   if (l == nullptr || h.pos() < depth) return h;  // corrupt; verify() names it
   PrefixHeader fixed = h.Repaired<8>(depth, l->key_ptr());
   std::atomic_ref<uint64_t>(nb->header).compare_exchange_strong(word, fixed.Encode());
-  pm::persist(&nb->header, 8);
+  pc().persist(&nb->header, 8);
   repairs_.fetch_add(1, std::memory_order_relaxed);
   return fixed;
 }
@@ -190,9 +190,9 @@ Status Woart::LinkNewLeaf(uint64_t* slot, std::string_view key, std::string_view
   uint64_t word;
   Result<PmLeaf*> l = NewLeaf(*pool_, key, value, &word);
   if (!l.ok()) return l.status();
-  if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-  pm::fence();
-  CommitWord(slot, word);
+  if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+  pc().fence();
+  CommitWord(pc(), slot, word);
   return Status::OK();
 }
 
@@ -206,8 +206,8 @@ Status Woart::AddToNode(uint64_t* slot, const PrefixHeader& h, uint8_t b, std::s
   if (!l.ok()) return l.status();
   const bool full = DispatchNode(*pool_, w, [](auto* n) { return n->full(); });
   if (!full) {
-    if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-    DispatchNode(*pool_, w, [&](auto* n) { n->Add(b, leaf_word); });
+    if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+    DispatchNode(*pool_, w, [&](auto* n) { n->Add(pc(), b, leaf_word); });
     return Status::OK();
   }
   const uint64_t tag = ChildTagOf(w);
@@ -216,10 +216,10 @@ Status Woart::AddToNode(uint64_t* slot, const PrefixHeader& h, uint8_t b, std::s
     pool_->allocator().free(ChildOffset(leaf_word));
     return grown.status();
   }
-  if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-  pm::flush(base(*grown), NodeSizeForTag(tag + 1));
-  pm::fence();
-  CommitWord(slot, *grown);
+  if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+  pc().flush(base(*grown), NodeSizeForTag(tag + 1));
+  pc().fence();
+  CommitWord(pc(), slot, *grown);
   pool_->allocator().free(ChildOffset(w));
   return Status::OK();
 }
@@ -265,10 +265,10 @@ Status Woart::ExpandLeaf(uint64_t* slot, uint32_t depth, std::string_view key,
   n->header = PrefixHeader::Make<8>(depth, pos - depth, k).Encode();
   if (pos == units) n->end = leaf_word; else n->BuildAdd(k[pos], leaf_word);
   if (pos == old->key_len) n->end = old_word; else n->BuildAdd(old->key_ptr()[pos], old_word);
-  if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-  pm::flush(n, sizeof(WoartNode4));
-  pm::fence();
-  CommitWord(slot, MakeChild(*off, kTagNode4));
+  if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+  pc().flush(n, sizeof(WoartNode4));
+  pc().fence();
+  CommitWord(pc(), slot, MakeChild(*off, kTagNode4));
   return Status::OK();
 }
 
@@ -293,11 +293,11 @@ Status Woart::SplitPrefix(uint64_t* slot, const PrefixHeader& h, uint32_t match,
   parent->header = PrefixHeader::Make<8>(h.depth, match, k).Encode();
   parent->BuildAdd(below[pos], old);
   if (pos == units) parent->end = leaf_word; else parent->BuildAdd(k[pos], leaf_word);
-  if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-  pm::flush(parent, sizeof(WoartNode4));
-  pm::fence();
-  CommitWord(slot, MakeChild(*off, kTagNode4));
-  CommitWord(&base(old)->header,
+  if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+  pc().flush(parent, sizeof(WoartNode4));
+  pc().fence();
+  CommitWord(pc(), slot, MakeChild(*off, kTagNode4));
+  CommitWord(pc(), &base(old)->header,
              PrefixHeader::Make<8>(pos + 1, h.prefix_len - match - 1, below).Encode());
   return Status::OK();
 }
@@ -354,12 +354,12 @@ Status Woart::remove(std::string_view key) {
   for (size_t i = top; i < nodes; ++i) freed.push_back(*path[i].slot);
   freed.push_back(leaf_word);
   if (top == 0) {
-    CommitWord(RootSlot(*pool_), 0);
+    CommitWord(pc(), RootSlot(*pool_), 0);
   } else {
     const Step& at = path[top - 1];
     const uint64_t nw = *at.slot;
     if (at.byte < 0) {
-      CommitWord(&base(nw)->end, 0);
+      CommitWord(pc(), &base(nw)->end, 0);
     } else {
       const uint64_t tag = ChildTagOf(nw);
       const uint64_t to = ShrunkTag(tag, ChildCount(nw) - 1);
@@ -368,13 +368,13 @@ Status Woart::remove(std::string_view key) {
                     : Result<uint64_t>(Status::NotFound());
       if (small.ok()) {
         // Shrink: the smaller node without the key is persisted and swapped in (one commit).
-        pm::flush(base(*small), NodeSizeForTag(to));
-        pm::fence();
-        CommitWord(at.slot, *small);
+        pc().flush(base(*small), NodeSizeForTag(to));
+        pc().fence();
+        CommitWord(pc(), at.slot, *small);
         freed.push_back(nw);
       } else {
         // In place (also when the pool has no room for the smaller node).
-        DispatchNode(*pool_, nw, [&](auto* n) { n->Remove(static_cast<uint8_t>(at.byte)); });
+        DispatchNode(*pool_, nw, [&](auto* n) { n->Remove(pc(), static_cast<uint8_t>(at.byte)); });
       }
     }
   }

@@ -61,6 +61,7 @@ class Woart final : public Index {
   Status recover() override { return Status::OK(); }  // repair is lazy
   Status visit_blocks(BlockVisitor& visitor) override;
   Pool* pool() override { return pool_.get(); }
+  pm::PersistContext& pc() const { return pool_->persist_context(); }
   Status close() override;
 
   uint64_t header_repairs() const { return repairs_.load(std::memory_order_relaxed); }

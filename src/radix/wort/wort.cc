@@ -72,7 +72,7 @@ PrefixHeader Wort::RepairHeader(WortNode* n, uint32_t depth, uint64_t word) {
   PrefixHeader fixed = h.Repaired<4>(depth, l->key_ptr());
   // Lazy repair: the same value whoever writes it, so a lost race is harmless.
   std::atomic_ref<uint64_t>(n->header).compare_exchange_strong(word, fixed.Encode());
-  pm::persist(&n->header, 8);
+  pc().persist(&n->header, 8);
   repairs_.fetch_add(1, std::memory_order_relaxed);
   return fixed;
 }
@@ -171,9 +171,9 @@ Status Wort::LinkNewLeaf(uint64_t* slot, std::string_view key, std::string_view 
   uint64_t word;
   Result<PmLeaf*> l = NewLeaf(*pool_, key, value, &word);
   if (!l.ok()) return l.status();
-  if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-  pm::fence();
-  CommitWord(slot, word);
+  if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+  pc().fence();
+  CommitWord(pc(), slot, word);
   return Status::OK();
 }
 
@@ -201,10 +201,10 @@ Status Wort::ExpandLeaf(uint64_t* slot, uint32_t depth, std::string_view key,
   n->header = PrefixHeader::Make<4>(depth, pos - depth, k).Encode();
   (pos == units ? n->end : n->child[Span::unit(k, pos)]) = leaf_word;
   (pos == old_units ? n->end : n->child[Span::unit(old->key_ptr(), pos)]) = old_word;
-  if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-  pm::flush(n, sizeof(WortNode));
-  pm::fence();
-  CommitWord(slot, MakeChild(*off, kTagNode4));
+  if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+  pc().flush(n, sizeof(WortNode));
+  pc().fence();
+  CommitWord(pc(), slot, MakeChild(*off, kTagNode4));
   return Status::OK();
 }
 
@@ -230,12 +230,12 @@ Status Wort::SplitPrefix(uint64_t* slot, WortNode* n, const PrefixHeader& h, uin
   parent->header = PrefixHeader::Make<4>(h.depth, match, k).Encode();
   parent->child[Span::unit(below, pos)] = *slot;
   (pos == units ? parent->end : parent->child[Span::unit(k, pos)]) = leaf_word;
-  if (!pm::mutant(kSkipLeafPersist)) pm::flush(*l, (*l)->size());
-  if (!pm::mutant(kSplitSkipParentPersist)) pm::flush(parent, sizeof(WortNode));
-  pm::fence();
-  CommitWord(slot, MakeChild(*off, kTagNode4));
+  if (!pm::mutant(kSkipLeafPersist)) pc().flush(*l, (*l)->size());
+  if (!pm::mutant(kSplitSkipParentPersist)) pc().flush(parent, sizeof(WortNode));
+  pc().fence();
+  CommitWord(pc(), slot, MakeChild(*off, kTagNode4));
   // n now hangs one level lower; its discriminating position is unchanged.
-  CommitWord(&n->header, PrefixHeader::Make<4>(pos + 1, h.prefix_len - match - 1, below).Encode());
+  CommitWord(pc(), &n->header, PrefixHeader::Make<4>(pos + 1, h.prefix_len - match - 1, below).Encode());
   return Status::OK();
 }
 
@@ -283,7 +283,7 @@ Status Wort::remove(std::string_view key) {
   const uint64_t leaf_word = *slot;
   std::vector<uint64_t> freed;
   for (size_t i = first_freed; i < nodes; ++i) freed.push_back(*path[i]);
-  CommitWord(unlink, 0);
+  CommitWord(pc(), unlink, 0);
   pool_->allocator().free(ChildOffset(leaf_word));
   for (uint64_t w : freed) pool_->allocator().free(ChildOffset(w));
   return Status::OK();

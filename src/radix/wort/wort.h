@@ -63,6 +63,7 @@ class Wort final : public Index {
   Status recover() override;
   Status visit_blocks(BlockVisitor& visitor) override;
   Pool* pool() override { return pool_.get(); }
+  pm::PersistContext& pc() const { return pool_->persist_context(); }
   Status close() override;
 
   // Stale headers repaired by traversal since the index was attached.
