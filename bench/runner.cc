@@ -192,7 +192,7 @@ void MixWorker(const RunContext& ctx, const Workload& w, int t, int threads, uin
     if (dice < c_read) {
       const std::string_view key = ctx.codec->encode(choose(), buf);
       const uint64_t c0 = CycleNow();
-      const bool found = ctx.index->lookup(key, &value);
+      const bool found = ctx.index->lookup(key, &value).ok();
       Timed(r, nspc, c0);
       if (!found) r.failed++;
     } else if (dice < c_update) {
@@ -232,7 +232,7 @@ void MixWorker(const RunContext& ctx, const Workload& w, int t, int threads, uin
       const std::string_view key = ctx.codec->encode(choose(), buf);
       const uint64_t c0 = CycleNow();
       Status s = Status::NotFound();
-      if (ctx.index->lookup(key, &value)) {
+      if (ctx.index->lookup(key, &value).ok()) {
         s = ctx.index->update(key, IntValue(IntValue::Decode(value) + 1));
       }
       Timed(r, nspc, c0);
@@ -282,7 +282,7 @@ void TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& 
         s = index->update(key, IntValue(op.line));
         break;
       case OpType::kRead:
-        if (!index->lookup(key, &value)) s = Status::NotFound();
+        s = index->lookup(key, &value);
         break;
       case OpType::kScan:
         if (index->scan(key, op.scan_count, [&](std::string_view k, std::string_view v) {

@@ -115,7 +115,7 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
                 break;
               case OpKind::kLookup: {
                 std::string v;
-                (void)index->lookup(op.key, &v);
+                (void)index->lookup(op.key, &v);  // exercises reads; checked after the kill
                 break;
               }
               case OpKind::kScan:

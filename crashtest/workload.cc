@@ -161,7 +161,10 @@ Status RunOp(Index& index, Model& model, const Op& op, bool int_keys) {
       break;
     case OpKind::kLookup: {
       std::string v;
-      const bool found = index.lookup(op.key, &v);
+      const Status looked = index.lookup(op.key, &v);
+      if (!looked.ok() && !looked.IsNotFound())
+        return looked.WithContext(DescribeOp(op, int_keys));
+      const bool found = looked.ok();
       auto it = model.find(op.key);
       if (found != (it != model.end()) || (found && v != it->second))
         return Status::Corruption(DescribeOp(op, int_keys) + ": got " +
@@ -224,7 +227,7 @@ Status CheckAgainstModel(Index& index, const Model& before, const std::vector<co
     if (!error.empty()) return Status::Corruption(error);
     for (const auto& [k, v] : found) {
       std::string got;
-      if (!index.lookup(k, &got) || got != v)
+      if (!index.lookup(k, &got).ok() || got != v)
         return Status::Corruption("scan returns " + PrintKey(k, int_keys) + " = " + PrintValue(v) +
                                   " but lookup says " + (got.empty() ? "absent" : PrintValue(got)));
       keys.insert(k);
@@ -232,7 +235,10 @@ Status CheckAgainstModel(Index& index, const Model& before, const std::vector<co
   }
   for (const std::string& k : keys) {
     std::string got;
-    const bool present = index.lookup(k, &got);
+    const Status looked = index.lookup(k, &got);
+    if (!looked.ok() && !looked.IsNotFound())
+      return looked.WithContext("lookup of " + PrintKey(k, int_keys));
+    const bool present = looked.ok();
     if (t.ordered) {
       auto it = found.find(k);
       if (present != (it != found.end()))

@@ -58,15 +58,15 @@ class LmdbIndex final : public Index {
     rc = mdb_txn_commit(txn);
     return rc == 0 ? Status::OK() : Error("commit", rc);
   }
-  bool lookup(std::string_view key, std::string* value) override {
-    if (key.empty()) return false;
+  Status lookup(std::string_view key, std::string* value) override {
+    if (key.empty()) return Status::NotFound();
     MDB_txn* txn = BeginRead();
-    if (txn == nullptr) return false;
+    if (txn == nullptr) return Status::NotFound();
     MDB_val k = Val(key), v;
     const bool found = mdb_get(txn, dbi_, &k, &v) == 0;
     if (found) value->assign(static_cast<const char*>(v.mv_data), v.mv_size);
     EndRead(txn);
-    return found;
+    return found ? Status::OK() : Status::NotFound();
   }
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override {
     MDB_txn* txn = BeginRead();

@@ -58,8 +58,11 @@ class RocksDbIndex final : public Index {
     rocksdb::Status s = db_->Delete(write_options_, Slice(key));
     return s.ok() ? Status::OK() : Status::IOError(path_ + ": rocksdb delete: " + s.ToString());
   }
-  bool lookup(std::string_view key, std::string* value) override {
-    return db_->Get(rocksdb::ReadOptions(), Slice(key), value).ok();
+  Status lookup(std::string_view key, std::string* value) override {
+    const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), Slice(key), value);
+    if (s.ok()) return Status::OK();
+    if (s.IsNotFound()) return Status::NotFound();
+    return Status::IOError("rocksdb: " + s.ToString());
   }
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));

@@ -40,12 +40,12 @@ class StdMapIndex final : public Index {
     map_.erase(it);
     return Status::OK();
   }
-  bool lookup(std::string_view key, std::string* value) override {
+  Status lookup(std::string_view key, std::string* value) override {
     std::shared_lock lock(mu_);
     auto it = map_.find(key);
-    if (it == map_.end()) return false;
+    if (it == map_.end()) return Status::NotFound();
     value->assign(it->second);
-    return true;
+    return Status::OK();
   }
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override {
     std::shared_lock lock(mu_);

@@ -115,23 +115,32 @@ class Index {
 
   virtual const IndexTraits& traits() const = 0;
 
+  // Every operation of an index returned by the registry (CreateIndex, OpenIndex,
+  // OpenOrCreateIndex) may also return InvalidArgument when the index is closed ("index is
+  // closed"), or when a key or value is outside traits() limits (before the index sees it).
+
   // Adds key -> value. AlreadyExists if the key is present (nothing written), InvalidArgument
-  // if key or value exceed the index's limits, OutOfSpace if the pool is full.
+  // if key or value exceed the index's limits, OutOfSpace if the pool is full (the index stays
+  // usable: removes make room).
   virtual Status insert(std::string_view key, std::string_view value) = 0;
-  // Replaces the value of a present key. NotFound if absent (nothing written).
+  // Replaces the value of a present key. NotFound if absent (nothing written), InvalidArgument,
+  // OutOfSpace as insert.
   virtual Status update(std::string_view key, std::string_view value) = 0;
-  // insert or update.
+  // insert or update; errors as insert.
   virtual Status upsert(std::string_view key, std::string_view value) = 0;
-  // Removes a key. NotFound if absent.
+  // Removes a key. NotFound if absent, InvalidArgument for a key beyond the limits.
   virtual Status remove(std::string_view key) = 0;
-  // Copies the value of `key` into *value; false if absent.
-  virtual bool lookup(std::string_view key, std::string* value) = 0;
+  // Copies the value of `key` into *value (if value is not nullptr). OK if found, NotFound if
+  // absent, InvalidArgument for a key beyond the limits or a closed index, Corruption if the
+  // index met a damaged structure on the way.
+  virtual Status lookup(std::string_view key, std::string* value) = 0;
   // Calls fn on up to max_count pairs with key >= start, in key order; returns how many.
-  // Unordered indexes return 0 (traits().ordered is false).
+  // Unordered indexes and closed ones return 0 (traits().ordered is false).
   virtual size_t scan(std::string_view start, size_t max_count, ScanCallback fn) = 0;
 
   // Checks every structural invariant; Corruption naming the first breach.
   virtual Status verify() = 0;
+  // Sizes and node counts; empty for a closed index.
   virtual IndexStats stats() = 0;
 
   // Persistent indexes only (volatile ones return OK / nothing):
@@ -175,15 +184,22 @@ const IndexRegistration* FindIndex(std::string_view name);
 const IndexRegistration* FindIndex(IndexKind kind);
 
 // Creates a new index `name`. Pool-backed: a new pool file at `path` (InvalidArgument if it
-// exists). Pool-less: `path` is handed to the index. NotFound for an unknown name.
+// exists; errors of Pool::Create). Pool-less: `path` is handed to the index. NotFound for an
+// unknown name.
 Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::string& path,
                                            const Options& options);
 // Opens the pool at `path` (any registered kind; `name` empty accepts any, otherwise the kind
 // must match), recovers the index and rebuilds the allocator. With options.read_only the
-// pool is mapped copy-on-write: recovery runs but nothing reaches the file.
+// pool is mapped copy-on-write: recovery runs but nothing reaches the file. With
+// options.create_if_missing a missing pool is created (`name` required, else
+// InvalidArgument); with options.error_if_exists an existing one is AlreadyExists.
+// Errors: those of Pool::Open, NotFound (no such index name, or no pool and no
+// create_if_missing), NotSupported (a kind this build lacks), Corruption (recovery or the
+// allocator rebuild found damage; nothing is opened).
 Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
                                          std::string_view name = {});
-// OpenIndex if the file exists, CreateIndex otherwise.
+// OpenIndex with create_if_missing: OpenIndex if the file exists, CreateIndex otherwise.
+// options.error_if_exists is honoured (AlreadyExists).
 Result<std::unique_ptr<Index>> OpenOrCreateIndex(std::string_view name, const std::string& path,
                                                  const Options& options);
 

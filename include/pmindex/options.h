@@ -53,9 +53,10 @@ class PersistHook {
 struct Options {
   // ---- behaviour ----
 
-  // Create the pool if the file does not exist (Open only).
+  // OpenIndex: create the index's pool if the file does not exist. Default: no.
   bool create_if_missing = false;
-  // Fail if the pool already exists (Create always does).
+  // OpenIndex / OpenOrCreateIndex: fail with AlreadyExists if the pool exists (CreateIndex
+  // always does, with InvalidArgument). Default: no.
   bool error_if_exists = false;
   // Size of a new pool in bytes (rounded up to 2 MiB). Default 1 GiB.
   uint64_t pool_size = 1ull << 30;

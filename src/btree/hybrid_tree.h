@@ -139,8 +139,9 @@ class HybridTree final : public Index {
   }
   Status remove(std::string_view key) override { return write(Op::kRemove, key, {}); }
 
-  bool lookup(std::string_view key, std::string* value) override {
-    if (key.size() != 8 || pool_ == nullptr) return false;
+  Status lookup(std::string_view key, std::string* value) override {
+    if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
+    if (key.size() != 8) return Status::InvalidArgument("keys are 8 bytes");
     const uint64_t k = IntKey::Decode(key);
     uint64_t v;
     bool found;
@@ -152,7 +153,7 @@ class HybridTree final : public Index {
       found = find(k, &v);
     }
     if (found && value != nullptr) value->assign(reinterpret_cast<const char*>(&v), 8);
-    return found;
+    return found ? Status::OK() : Status::NotFound();
   }
 
   // A start of another length than 8 bytes is ordered bytewise against the 8-byte keys:

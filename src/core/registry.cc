@@ -5,6 +5,7 @@
 #include <deque>
 #include <mutex>
 
+#include "core/checked_index.h"
 #include "pm/alloc.h"
 #include "pmindex/index.h"
 
@@ -95,14 +96,31 @@ Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::str
                                            const Options& options) {
   const IndexRegistration* reg = FindIndex(name);
   if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
-  if (reg->attach == nullptr) return reg->make(path, options);
-  Result<std::unique_ptr<Pool>> pool = Pool::Create(path, reg->traits.kind, reg->params, options);
-  if (!pool.ok()) return pool.status();
-  return reg->attach(std::move(pool).value(), /*fresh=*/true);
+  Result<std::unique_ptr<Index>> index = Status::NotSupported();
+  if (reg->attach == nullptr) {
+    index = reg->make(path, options);
+  } else {
+    Result<std::unique_ptr<Pool>> pool =
+        Pool::Create(path, reg->traits.kind, reg->params, options);
+    if (!pool.ok()) return pool.status();
+    index = reg->attach(std::move(pool).value(), /*fresh=*/true);
+  }
+  if (!index.ok()) return index.status();
+  return std::unique_ptr<Index>(new CheckedIndex(std::move(index).value()));
 }
 
 Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
                                          std::string_view name) {
+  const bool exists = FileExists(path);
+  if (exists && options.error_if_exists) {
+    return Status::AlreadyExists(path + ": pool exists (error_if_exists is set)");
+  }
+  if (!exists && options.create_if_missing) {
+    if (name.empty()) {
+      return Status::InvalidArgument(path + ": create_if_missing needs an index name");
+    }
+    return CreateIndex(name, path, options);
+  }
   IndexKind kind = IndexKind::kNone;
   if (!name.empty()) {
     const IndexRegistration* reg = FindIndex(name);
@@ -123,15 +141,24 @@ Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options&
   }
   Result<std::unique_ptr<Index>> index = reg->attach(std::move(pool).value(), /*fresh=*/false);
   if (!index.ok()) return index.status();
-  return Recover(std::move(index).value());
+  Result<std::unique_ptr<Index>> recovered = Recover(std::move(index).value());
+  if (!recovered.ok()) return recovered.status();
+  return std::unique_ptr<Index>(new CheckedIndex(std::move(recovered).value()));
 }
 
 Result<std::unique_ptr<Index>> OpenOrCreateIndex(std::string_view name, const std::string& path,
                                                  const Options& options) {
   const IndexRegistration* reg = FindIndex(name);
   if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
-  if (reg->attach == nullptr || !FileExists(path)) return CreateIndex(name, path, options);
-  return OpenIndex(path, options, name);
+  if (reg->attach == nullptr) {
+    if (options.error_if_exists && FileExists(path)) {
+      return Status::AlreadyExists(path + ": exists (error_if_exists is set)");
+    }
+    return CreateIndex(name, path, options);
+  }
+  Options create = options;
+  create.create_if_missing = true;
+  return OpenIndex(path, create, name);
 }
 
 }  // namespace pmindex

@@ -56,7 +56,7 @@ TEST_P(BTreeConcurrentTest, DisjointRanges) {
             model.erase(k);
             break;
           case 2:
-            ok = index_->lookup(IntKey(k), &got) == present &&
+            ok = index_->lookup(IntKey(k), &got).ok() == present &&
                  (!present || IntValue::Decode(got) == model[k]);
             break;
           case 3:
@@ -107,7 +107,7 @@ TEST_P(BTreeConcurrentTest, OverlappingKeys) {
             (void)index_->update(IntKey(k), IntValue(value_for(k, rng())));
             break;
           default:
-            if (index_->lookup(IntKey(k), &got) && IntValue::Decode(got) >> 20 != k) {
+            if (index_->lookup(IntKey(k), &got).ok() && IntValue::Decode(got) >> 20 != k) {
               failures.fetch_add(1);
             }
         }

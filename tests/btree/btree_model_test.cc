@@ -85,7 +85,7 @@ class BTreeModelTest : public ::testing::TestWithParam<std::string> {
         break;
       }
       case 4: {  // lookup
-        ASSERT_EQ(index_->lookup(IntKey(k), &got), present);
+        ASSERT_EQ(index_->lookup(IntKey(k), &got).ok(), present);
         if (present) {
           ASSERT_EQ(IntValue::Decode(got), model_[k]);
         }
@@ -179,7 +179,7 @@ TEST_P(BTreeModelTest, RejectsOtherSizes) {
   EXPECT_TRUE(index_->update(IntKey(1), IntValue(1)).IsNotFound());
   EXPECT_TRUE(index_->remove(IntKey(1)).IsNotFound());
   std::string v;
-  EXPECT_FALSE(index_->lookup(IntKey(1), &v));
+  EXPECT_FALSE(index_->lookup(IntKey(1), &v).ok());
   EXPECT_EQ(index_->scan(IntKey(0), 10, [](std::string_view, std::string_view) { return true; }),
             0u);
   // Starts of other lengths order bytewise against the 8-byte keys.

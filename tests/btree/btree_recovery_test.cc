@@ -44,7 +44,7 @@ class BTreeRecoveryTest : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(Contents(index), model);
     std::string got;
     for (const auto& [k, val] : model) {
-      ASSERT_TRUE(index.lookup(IntKey(k), &got));
+      ASSERT_TRUE(index.lookup(IntKey(k), &got).ok());
       ASSERT_EQ(IntValue::Decode(got), val);
     }
   }

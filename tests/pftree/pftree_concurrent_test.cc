@@ -46,7 +46,7 @@ void RunConcurrent(Shape shape, int threads, uint64_t ops_per_thread, uint64_t s
         unsigned op = rng() % 10;
         if (!mine || op >= 8) {
           std::string got;
-          if (index->lookup(k, &got) && !Plausible(k, got)) bad_reads++;
+          if (index->lookup(k, &got).ok() && !Plausible(k, got)) bad_reads++;
           if (op == 9) {
             std::string prev;
             bool first = true;
@@ -87,7 +87,7 @@ void RunConcurrent(Shape shape, int threads, uint64_t ops_per_thread, uint64_t s
         }
         // A writer always sees its own writes.
         std::string got;
-        bool found = index->lookup(k, &got);
+        bool found = index->lookup(k, &got).ok();
         if (found != (model.count(k) != 0) || (found && got != model[k])) bad_reads++;
       }
     });

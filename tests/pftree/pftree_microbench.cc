@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   size_t found = 0;
   double cpu2 = CpuNow();
   auto t2 = std::chrono::steady_clock::now();
-  for (uint32_t i : order) found += index->lookup(keys[i], &got);
+  for (uint32_t i : order) found += index->lookup(keys[i], &got).ok();
   auto t3 = std::chrono::steady_clock::now();
   double cpu3 = CpuNow();
 

@@ -65,7 +65,7 @@ void RunOps(Index& index, std::map<std::string, std::string>& model, KeySource& 
       }
       default: {
         std::string got;
-        ASSERT_EQ(index.lookup(k, &got), present);
+        ASSERT_EQ(index.lookup(k, &got).ok(), present);
         if (present) ASSERT_EQ(got, model[k]);
         // A short scan from k agrees with the model.
         auto it = model.lower_bound(k);
@@ -155,11 +155,11 @@ TEST(PFTreeTest, Limits) {
   ASSERT_TRUE(index->insert(k511, v63).ok());
   ASSERT_TRUE(index->insert("a", "").ok());
   std::string got;
-  ASSERT_TRUE(index->lookup(k511, &got));
+  ASSERT_TRUE(index->lookup(k511, &got).ok());
   EXPECT_EQ(got, v63);
-  ASSERT_TRUE(index->lookup("a", &got));
+  ASSERT_TRUE(index->lookup("a", &got).ok());
   EXPECT_EQ(got, "");
-  EXPECT_FALSE(index->lookup(k512, &got));
+  EXPECT_FALSE(index->lookup(k512, &got).ok());
   // Many maximal keys sharing a long prefix force splits deep inside the prefix.
   std::map<std::string, std::string> model{{k511, v63}, {"a", ""}};
   for (int i = 0; i < 300; ++i) {

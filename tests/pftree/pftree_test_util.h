@@ -123,7 +123,7 @@ inline void ExpectScanMatchesModel(Index& index, const std::map<std::string, std
 inline void ExpectSameAsModel(Index& index, const std::map<std::string, std::string>& model) {
   for (const auto& [k, v] : model) {
     std::string got;
-    ASSERT_TRUE(index.lookup(k, &got)) << "missing key of size " << k.size();
+    ASSERT_TRUE(index.lookup(k, &got).ok()) << "missing key of size " << k.size();
     ASSERT_EQ(got, v);
   }
   ASSERT_NO_FATAL_FAILURE(ExpectScanMatchesModel(index, model, "", SIZE_MAX));

@@ -148,7 +148,7 @@ TEST(PersistContext, PageGranularityFileSystemPersistsByMsync) {
   auto reopened = OpenIndex(path, PoolOptions(PersistMode::kAdr), "rntree");
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   std::string v;
-  EXPECT_TRUE(reopened.value()->lookup(IntKey(199), &v));
+  EXPECT_TRUE(reopened.value()->lookup(IntKey(199), &v).ok());
   reopened.value().reset();
   ::unlink(path.c_str());
 }

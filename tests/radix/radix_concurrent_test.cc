@@ -44,7 +44,7 @@ TEST_P(RadixConcurrentTest, ReadersSeePublishedKeysWhileOneWriterRuns) {
         if (p == 0) continue;
         const uint64_t i = rng() % p;
         const std::string key = "k/" + std::to_string(KeyGen::Mix(i) % 1000) + "/" + std::to_string(i);
-        if (!index.lookup(key, &value) || IntValue::Decode(value) != i) failed = true;
+        if (!index.lookup(key, &value).ok() || IntValue::Decode(value) != i) failed = true;
         std::string prev;
         index.scan(key.substr(0, 4), 20, [&](std::string_view k, std::string_view) {
           if (!prev.empty() && std::string_view(prev) >= k) failed = true;

@@ -75,7 +75,7 @@ class RadixModelTest : public ::testing::TestWithParam<std::tuple<std::string, K
     // Every model key is found.
     std::string value;
     for (const auto& [k, val] : model_) {
-      ASSERT_TRUE(index_->lookup(k, &value)) << "lost key of size " << k.size();
+      ASSERT_TRUE(index_->lookup(k, &value).ok()) << "lost key of size " << k.size();
       ASSERT_EQ(value, val);
     }
   }
@@ -121,7 +121,7 @@ class RadixModelTest : public ::testing::TestWithParam<std::tuple<std::string, K
           ASSERT_TRUE(s.IsNotFound()) << s.ToString();
         }
       } else {
-        ASSERT_EQ(index_->lookup(key, &got), present);
+        ASSERT_EQ(index_->lookup(key, &got).ok(), present);
         if (present) ASSERT_EQ(got, model_[key]);
       }
       if (verify_each_) {
@@ -205,14 +205,14 @@ TEST_P(RadixLimitsTest, KeyAndValueLimits) {
   ASSERT_TRUE(index.insert(IntKey(7), IntValue(42)).ok());
   ASSERT_TRUE(index.insert(std::string("\0", 1), "zero").ok());
   std::string v;
-  ASSERT_TRUE(index.lookup(big_key, &v));
+  ASSERT_TRUE(index.lookup(big_key, &v).ok());
   EXPECT_EQ(v, big_value);
-  ASSERT_TRUE(index.lookup(IntKey(7), &v));
+  ASSERT_TRUE(index.lookup(IntKey(7), &v).ok());
   EXPECT_EQ(IntValue::Decode(v), 42u);
   ASSERT_TRUE(index.update(IntKey(7), IntValue(43)).ok());
-  ASSERT_TRUE(index.lookup(IntKey(7), &v));
+  ASSERT_TRUE(index.lookup(IntKey(7), &v).ok());
   EXPECT_EQ(IntValue::Decode(v), 43u);
-  ASSERT_TRUE(index.lookup(std::string("\0", 1), &v));
+  ASSERT_TRUE(index.lookup(std::string("\0", 1), &v).ok());
   EXPECT_EQ(v, "zero");
   EXPECT_TRUE(index.verify().ok());
 }

@@ -54,7 +54,7 @@ TEST_P(RadixPersistTest, InsertWithoutGrowOrSplitCostsTwoFences) {
   ASSERT_TRUE(index.update(IntKey(3 << 16), IntValue(99)).ok());
   EXPECT_EQ((index.pool()->persist_context().thread_counters() - before).fences, 1u);
   std::string v;
-  ASSERT_TRUE(index.lookup(IntKey(3 << 16), &v));
+  ASSERT_TRUE(index.lookup(IntKey(3 << 16), &v).ok());
   EXPECT_EQ(IntValue::Decode(v), 99u);
   EXPECT_TRUE(index.verify().ok());
 }
@@ -126,10 +126,10 @@ TEST_P(RadixPersistTest, CrashInsidePathCompressionSplitIsRepairedLazily) {
       ASSERT_TRUE(v.ok()) << v.ToString();
       std::string value;
       for (const std::string& k : keys) {
-        ASSERT_TRUE(index.lookup(k, &value)) << k;
+        ASSERT_TRUE(index.lookup(k, &value).ok()) << k;
         EXPECT_EQ(value, "v:" + k);
       }
-      EXPECT_EQ(index.lookup(split_key, &value), target >= 2);
+      EXPECT_EQ(index.lookup(split_key, &value).ok(), target >= 2);
       // Only the image taken between the commit and the header rewrite has a stale header,
       // and the first traversal repairs it, exactly once.
       EXPECT_EQ(StatNamed(index, "header_repairs"), target == 2 ? 1u : 0u);
@@ -144,8 +144,8 @@ TEST_P(RadixPersistTest, CrashInsidePathCompressionSplitIsRepairedLazily) {
       ASSERT_TRUE(idx.ok()) << idx.status().ToString();
       Index& index = *idx.value();
       std::string value;
-      for (const std::string& k : keys) ASSERT_TRUE(index.lookup(k, &value)) << k;
-      ASSERT_TRUE(index.lookup("common-pY", &value));
+      for (const std::string& k : keys) ASSERT_TRUE(index.lookup(k, &value).ok()) << k;
+      ASSERT_TRUE(index.lookup("common-pY", &value).ok());
       EXPECT_EQ(StatNamed(index, "header_repairs"), 0u);
       ASSERT_TRUE(index.verify().ok());
     }

@@ -152,14 +152,14 @@ Status TestList::remove(std::string_view key) {
   return Status::OK();
 }
 
-bool TestList::lookup(std::string_view key, std::string* value) {
-  if (key.size() != 8) return false;
+Status TestList::lookup(std::string_view key, std::string* value) {
+  if (key.size() != 8) return Status::NotFound();
   std::shared_lock lock(mu_);
   ListNode* cur;
   find(IntKey::Decode(key), &cur);
-  if (cur == nullptr || cur->key != IntKey::Decode(key)) return false;
+  if (cur == nullptr || cur->key != IntKey::Decode(key)) return Status::NotFound();
   value->assign(reinterpret_cast<const char*>(&cur->value), 8);
-  return true;
+  return Status::OK();
 }
 
 size_t TestList::scan(std::string_view start, size_t max_count, ScanCallback fn) {

@@ -88,8 +88,8 @@ void Art::SetPrefix(Node* n, uint32_t len, const uint8_t* key, size_t depth) {
   std::memcpy(n->prefix, key + depth, std::min<uint32_t>(len, art::kArtPrefix));
 }
 
-bool Art::lookup(std::string_view key, std::string* value) {
-  if (!KeyInRange(key)) return false;
+Status Art::lookup(std::string_view key, std::string* value) {
+  if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
   std::shared_lock lock(mu_);
   const uint8_t* k = Bytes(key);
   const size_t len = key.size();
@@ -98,15 +98,15 @@ bool Art::lookup(std::string_view key, std::string* value) {
   while (r != 0) {
     if (IsLeaf(r)) {
       const Leaf* l = art::AsLeaf(r);
-      if (l->key() != key) return false;
+      if (l->key() != key) return Status::NotFound();
       if (value) value->assign(l->value());
-      return true;
+      return Status::OK();
     }
     auto* n = reinterpret_cast<Node*>(r);
     if (n->prefix_len != 0) {
-      if (depth + n->prefix_len > len) return false;
+      if (depth + n->prefix_len > len) return Status::NotFound();
       const unsigned stored = std::min<uint32_t>(n->prefix_len, art::kArtPrefix);
-      if (std::memcmp(n->prefix, k + depth, stored) != 0) return false;
+      if (std::memcmp(n->prefix, k + depth, stored) != 0) return Status::NotFound();
       depth += n->prefix_len;  // the rest is checked at the leaf
     }
     if (depth == len) {
@@ -114,11 +114,11 @@ bool Art::lookup(std::string_view key, std::string* value) {
       continue;
     }
     const Ref* c = art::FindChild(n, k[depth]);
-    if (c == nullptr) return false;
+    if (c == nullptr) return Status::NotFound();
     r = *c;
     ++depth;
   }
-  return false;
+  return Status::NotFound();
 }
 
 Status Art::insert(std::string_view key, std::string_view value) {

@@ -37,7 +37,7 @@ class Art final : public Index {
   Status update(std::string_view key, std::string_view value) override;
   Status upsert(std::string_view key, std::string_view value) override;
   Status remove(std::string_view key) override;
-  bool lookup(std::string_view key, std::string* value) override;
+  Status lookup(std::string_view key, std::string* value) override;
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
   Status verify() override;
   IndexStats stats() override;

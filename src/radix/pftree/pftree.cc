@@ -67,12 +67,14 @@ Status PFTree::upsert(std::string_view key, std::string_view value) {
 }
 Status PFTree::remove(std::string_view key) { return Write(key, {}, Op::kRemove); }
 
-bool PFTree::lookup(std::string_view key, std::string* value) {
-  if (key.empty() || key.size() > kMaxKeySize) return false;
+Status PFTree::lookup(std::string_view key, std::string* value) {
+  if (key.empty() || key.size() > kMaxKeySize) {
+    return Status::InvalidArgument("key length out of range");
+  }
   const uint8_t fp = Fingerprint(key);
   Epoch::Guard guard;
   InnerHeader* const top = root();
-  if (top == nullptr) return false;
+  if (top == nullptr) return Status::NotFound();
   for (;;) {
     InnerHeader* node = top;
     size_t pos = 0;
@@ -114,7 +116,7 @@ bool PFTree::lookup(std::string_view key, std::string* value) {
       node = at<InnerHeader>(child);
       ++pos;
     }
-    if (result >= 0) return result == 1;
+    if (result >= 0) return result == 1 ? Status::OK() : Status::NotFound();
   }
 }
 

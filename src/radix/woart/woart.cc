@@ -93,8 +93,8 @@ PrefixHeader Woart::RepairHeader(uint64_t w, uint32_t depth, uint64_t word) {
   return fixed;
 }
 
-bool Woart::lookup(std::string_view key, std::string* value) {
-  if (!KeyInRange(key)) return false;
+Status Woart::lookup(std::string_view key, std::string* value) {
+  if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
   std::shared_lock lock(mu_);
   const uint8_t* k = Bytes(key);
   const size_t units = key.size();
@@ -103,25 +103,25 @@ bool Woart::lookup(std::string_view key, std::string* value) {
   while (w != 0) {
     if (IsLeafChild(w)) {
       const PmLeaf* l = leaf(w);
-      if (!l->KeyEquals(key)) return false;
+      if (!l->KeyEquals(key)) return Status::NotFound();
       if (value) value->assign(l->value());
-      return true;
+      return Status::OK();
     }
     const PrefixHeader h = Header(w, depth);
-    if (h.pos() > units) return false;
+    if (h.pos() > units) return Status::NotFound();
     for (unsigned i = 0; i < h.stored(); ++i)
-      if (h.prefix[i] != k[depth + i]) return false;
+      if (h.prefix[i] != k[depth + i]) return Status::NotFound();
     depth = h.pos();
     if (depth == units) {
       w = base(w)->end;
     } else {
       const uint64_t* s = FindChild(w, k[depth]);
-      if (s == nullptr) return false;
+      if (s == nullptr) return Status::NotFound();
       w = *s;
       ++depth;
     }
   }
-  return false;
+  return Status::NotFound();
 }
 
 Status Woart::insert(std::string_view key, std::string_view value) {

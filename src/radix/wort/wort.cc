@@ -77,8 +77,8 @@ PrefixHeader Wort::RepairHeader(WortNode* n, uint32_t depth, uint64_t word) {
   return fixed;
 }
 
-bool Wort::lookup(std::string_view key, std::string* value) {
-  if (!KeyInRange(key)) return false;
+Status Wort::lookup(std::string_view key, std::string* value) {
+  if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
   std::shared_lock lock(mu_);
   const uint8_t* k = Bytes(key);
   const size_t units = Span::units(key.size());
@@ -87,15 +87,15 @@ bool Wort::lookup(std::string_view key, std::string* value) {
   while (w != 0) {
     if (IsLeafChild(w)) {
       const PmLeaf* l = leaf(w);
-      if (!l->KeyEquals(key)) return false;
+      if (!l->KeyEquals(key)) return Status::NotFound();
       if (value) value->assign(l->value());
-      return true;
+      return Status::OK();
     }
     WortNode* n = node(w);
     const PrefixHeader h = Header(n, depth);
-    if (h.pos() > units) return false;
+    if (h.pos() > units) return Status::NotFound();
     for (unsigned i = 0; i < h.stored(); ++i)
-      if (h.prefix[i] != Span::unit(k, depth + i)) return false;
+      if (h.prefix[i] != Span::unit(k, depth + i)) return Status::NotFound();
     depth = h.pos();
     if (depth == units) {
       w = n->end;
@@ -104,7 +104,7 @@ bool Wort::lookup(std::string_view key, std::string* value) {
       ++depth;
     }
   }
-  return false;
+  return Status::NotFound();
 }
 
 Status Wort::insert(std::string_view key, std::string_view value) {

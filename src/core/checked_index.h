@@ -1,0 +1,51 @@
+// CheckedIndex: what the registry hands out. It owns an index and enforces, once for every
+// index, the promises of the Index interface that do not depend on the design:
+//
+//   - after close(), every operation returns InvalidArgument ("index is closed") and never
+//     reaches the index (scan returns 0, stats() is empty);
+//   - keys and values outside traits() limits get InvalidArgument before the index sees
+//     them: lookups and removes included, so an over-long key is an error, not "absent".
+//
+// Everything else is forwarded unchanged. One virtual call more per operation.
+//
+// Thread safety: as the wrapped index's; close() must not race other calls (as for any
+// index).
+#ifndef PMINDEX_CORE_CHECKED_INDEX_H_
+#define PMINDEX_CORE_CHECKED_INDEX_H_
+
+#include <memory>
+
+#include "pmindex/index.h"
+
+namespace pmindex {
+
+class CheckedIndex final : public Index {
+ public:
+  explicit CheckedIndex(std::unique_ptr<Index> index);
+  ~CheckedIndex() override;
+
+  const IndexTraits& traits() const override { return traits_; }
+  Status insert(std::string_view key, std::string_view value) override;
+  Status update(std::string_view key, std::string_view value) override;
+  Status upsert(std::string_view key, std::string_view value) override;
+  Status remove(std::string_view key) override;
+  Status lookup(std::string_view key, std::string* value) override;
+  size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
+  Status verify() override;
+  IndexStats stats() override;
+  Status recover() override;
+  Status visit_blocks(BlockVisitor& visitor) override;
+  Pool* pool() override { return index_ ? index_->pool() : nullptr; }
+  Status close() override;
+
+ private:
+  Status check_key(std::string_view key) const;
+  Status check_pair(std::string_view key, std::string_view value) const;
+
+  std::unique_ptr<Index> index_;  // nullptr once closed
+  const IndexTraits traits_;      // a copy: valid after close
+};
+
+}  // namespace pmindex
+
+#endif  // PMINDEX_CORE_CHECKED_INDEX_H_
