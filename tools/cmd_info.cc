@@ -70,6 +70,17 @@ int RunInfo(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const std::string medium = bench::PoolMedium(dir.empty() ? "." : dir);
   std::printf("medium:          %s\n", medium.c_str());
+  if (info.has_unsafe_shutdown_count) {
+    std::printf("unsafe shutdowns: %llu (device count)\n",
+                static_cast<unsigned long long>(info.unsafe_shutdown_count));
+  }
+  if (info.has_bad_blocks) {
+    std::printf("bad blocks:      %llu%s\n", static_cast<unsigned long long>(info.bad_blocks),
+                info.bad_blocks != 0 ? " (data in them is lost: restore from a copy)" : "");
+  }
+  if (!info.has_unsafe_shutdown_count || !info.has_bad_blocks) {
+    std::printf("device health:   not available (%s)\n", info.health_error.c_str());
+  }
   return kExitOk;
 }
 

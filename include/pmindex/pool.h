@@ -80,6 +80,15 @@ struct PoolInfo {
   bool in_use = false;        // another process holds it open right now
   uint64_t created_unix = 0;
   std::string creator_version;
+  // The device's health, where libpmem2 can read it (a PM device: DAX, ndctl): the unsafe
+  // shutdown count (it grows when the platform lost power without flushing its ADR domain;
+  // an increase since the pool was last used means data may be lost) and the number of bad
+  // blocks overlapping the file. `health_error` says why they are unavailable otherwise.
+  bool has_unsafe_shutdown_count = false;
+  uint64_t unsafe_shutdown_count = 0;
+  bool has_bad_blocks = false;
+  uint64_t bad_blocks = 0;
+  std::string health_error;
 };
 
 class Pool {

@@ -155,6 +155,34 @@ std::string MemoryFileSystem(int fd) {
   return {};
 }
 
+// What libpmem2 knows of the device under the file: its unsafe shutdown count and the bad
+// blocks overlapping the file. Both need a PM device (DAX with ndctl); on other media the
+// fields stay unset and health_error says why.
+void ReadDeviceHealth(int fd, PoolInfo* info) {
+  pmem2_source* src = nullptr;
+  if (pmem2_source_from_fd(&src, fd) != 0) {
+    info->health_error = std::string("libpmem2: ") + pmem2_errormsg();
+    return;
+  }
+  uint64_t usc = 0;
+  if (pmem2_source_device_usc(src, &usc) == 0) {
+    info->has_unsafe_shutdown_count = true;
+    info->unsafe_shutdown_count = usc;
+  } else {
+    info->health_error = std::string("unsafe shutdown count: ") + pmem2_errormsg();
+  }
+  pmem2_badblock_context* bb = nullptr;
+  if (pmem2_badblock_context_new(&bb, src) == 0) {
+    pmem2_badblock block;
+    info->has_bad_blocks = true;
+    while (pmem2_badblock_next(bb, &block) == 0) ++info->bad_blocks;
+    pmem2_badblock_context_delete(&bb);
+  } else if (info->health_error.empty()) {
+    info->health_error = std::string("bad blocks: ") + pmem2_errormsg();
+  }
+  pmem2_source_delete(&src);
+}
+
 }  // namespace
 
 std::string DescribeDurability(PersistMode mode, StoreGranularity granularity,
@@ -448,6 +476,7 @@ Result<PoolInfo> Pool::ReadInfo(const std::string& path) {
     return PoolError(Status::IOError, path, "cannot read chunk table");
   }
   for (uint64_t e : table) info.chunks_carved += pm::EntryState(e) != pm::ChunkState::kFree;
+  ReadDeviceHealth(fd, &info);
   info.used_bytes = h.data_offset + info.chunks_carved * h.chunk_size;
   // A shared lock fails while another opener holds the exclusive one.
   if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
