@@ -57,14 +57,17 @@ void flush_lines(uintptr_t first, size_t lines) {
   }
 }
 
-// Writes the pages holding the lines back to the file and waits for the device: what makes a
-// store durable on a page-granularity mapping (libpmem2's persist function does the same).
-// A failing msync cannot be reported through a flush; it aborts rather than let an operation
-// be acknowledged whose data did not reach the file.
-void msync_lines(uintptr_t first, size_t lines) {
+// Writes the pages the thread flushed since its last fence back to the file and waits for
+// the device: what makes a store durable on a page-granularity mapping (libpmem2's persist
+// function does the same). Only dirty pages in the range are written. A failing msync cannot
+// be reported through a fence; it aborts rather than let an operation be acknowledged whose
+// data did not reach the file.
+void msync_range(ThreadSlot* slot) {
   const uintptr_t mask = ~(page_size() - 1);
-  const uintptr_t begin = first & mask;
-  const uintptr_t end = (first + lines * kCacheLine + page_size() - 1) & mask;
+  const uintptr_t begin = slot->msync_lo & mask;
+  const uintptr_t end = (slot->msync_hi + page_size() - 1) & mask;
+  slot->msync_lo = UINTPTR_MAX;
+  slot->msync_hi = 0;
   if (::msync(reinterpret_cast<void*>(begin), end - begin, MS_SYNC) != 0) __builtin_trap();
 }
 

@@ -13,8 +13,8 @@
 // The context's persistence mode (PersistMode, options.h) and the mapping decide which
 // instructions run:
 //   adr       clwb per line (clflushopt / clflush where clwb is missing) + sfence; on a
-//             page-granularity mapping of a file system (not tmpfs), msync(MS_SYNC) of the
-//             touched pages instead of clwb, since cache flushes do not reach a disk
+//             page-granularity mapping of a file system (not tmpfs), the fence msyncs
+//             (MS_SYNC) the pages its thread flushed instead, since clwb does not reach a disk
 //   eadr      nothing + compiler barrier
 //   async     clwb per line, no fence
 //   adaptive  clwb per line only when n > 256 bytes, no fence  (PFtree Algorithm 1)
@@ -34,6 +34,7 @@
 #ifndef PMINDEX_PM_PERSIST_H_
 #define PMINDEX_PM_PERSIST_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -79,6 +80,9 @@ struct alignas(64) ThreadSlot {
   std::atomic<uint64_t> lines_written_back{0};
   std::atomic<uint64_t> sfences{0};
   uint64_t pending_latency_ns = 0;
+  // msync mode: the byte range flushed since the last fence, written back at the fence.
+  uintptr_t msync_lo = UINTPTR_MAX;
+  uintptr_t msync_hi = 0;
   XPLineModel media;
 };
 
@@ -89,7 +93,7 @@ inline void bump(std::atomic<uint64_t>& c, uint64_t n) {
 // The bare instructions, uncounted: the contexts and persist_bench's baseline use them.
 void flush_lines(uintptr_t first, size_t lines);
 inline void sfence() { asm volatile("sfence" ::: "memory"); }
-void msync_lines(uintptr_t first, size_t lines);
+void msync_range(ThreadSlot* slot);
 void pay_latency(ThreadSlot* slot);
 
 }  // namespace detail
@@ -122,8 +126,9 @@ class PersistContext {
           detail::bump(s->lines_written_back, lines);
         }
         break;
-      case FlushKind::kMsync:
-        detail::msync_lines(first, lines);
+      case FlushKind::kMsync:  // written back at the fence, one msync for all its flushes
+        s->msync_lo = std::min(s->msync_lo, first);
+        s->msync_hi = std::max(s->msync_hi, first + lines * kCacheLine);
         detail::bump(s->lines_written_back, lines);
         break;
       case FlushKind::kNone:
@@ -143,6 +148,8 @@ class PersistContext {
     if (sfence_) {
       if (s->pending_latency_ns != 0) [[unlikely]]
         detail::pay_latency(s);
+      if (s->msync_hi != 0) [[unlikely]]
+        detail::msync_range(s);
       detail::sfence();
       detail::bump(s->sfences, 1);
     } else {
