@@ -96,9 +96,16 @@ Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::str
   const IndexRegistration* reg = FindIndex(name);
   if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
   if (reg->attach == nullptr) return reg->make(path, options);
-  Result<std::unique_ptr<Pool>> pool = Pool::Create(path, reg->traits.kind, reg->params, options);
+  // The pool gets its name only once the index is initialised in it: a creator killed at any
+  // point leaves no file at `path` (only a temporary one, removed by a later creator), and of
+  // racing creators exactly one publishes; the others remove their own files.
+  Result<std::unique_ptr<Pool>> pool =
+      Pool::CreateUnpublished(path, reg->traits.kind, reg->params, options);
   if (!pool.ok()) return pool.status();
-  return reg->attach(std::move(pool).value(), /*fresh=*/true);
+  Result<std::unique_ptr<Index>> index = reg->attach(std::move(pool).value(), /*fresh=*/true);
+  if (!index.ok()) return index.status();
+  if (Status s = index.value()->pool()->Publish(); !s.ok()) return s;
+  return index;
 }
 
 Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
@@ -130,7 +137,12 @@ Result<std::unique_ptr<Index>> OpenOrCreateIndex(std::string_view name, const st
                                                  const Options& options) {
   const IndexRegistration* reg = FindIndex(name);
   if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
-  if (reg->attach == nullptr || !FileExists(path)) return CreateIndex(name, path, options);
+  if (reg->attach == nullptr) return CreateIndex(name, path, options);
+  if (!FileExists(path)) {
+    Result<std::unique_ptr<Index>> created = CreateIndex(name, path, options);
+    // Another creator published first: open its pool (Busy while that process holds it).
+    if (created.ok() || !FileExists(path)) return created;
+  }
   return OpenIndex(path, options, name);
 }
 
