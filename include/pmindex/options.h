@@ -51,6 +51,11 @@ struct Options {
   // and even index writes work on a private copy and vanish at close (pmindex check/dump,
   // the crash campaign's checks of recovered images).
   bool read_only = false;
+  // A writable OpenIndex first runs the whole open (kind check, recovery, allocator rebuild)
+  // on a copy-on-write mapping, so that an open refused for Corruption writes nothing to the
+  // file; the price is a second recovery (doc/format.md). Turn it off only where recovery
+  // itself is measured. Default: on.
+  bool trial_open = true;
 
   // ---- performance ----
 

@@ -108,17 +108,11 @@ Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::str
   return index;
 }
 
-Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
-                                         std::string_view name) {
-  IndexKind kind = IndexKind::kNone;
-  if (!name.empty()) {
-    const IndexRegistration* reg = FindIndex(name);
-    if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
-    if (reg->attach == nullptr) {
-      return Status::NotSupported("index '" + std::string(name) + "' does not live in a pool");
-    }
-    kind = reg->traits.kind;
-  }
+namespace {
+
+// Maps the pool, attaches its index, recovers it and rebuilds the allocator.
+Result<std::unique_ptr<Index>> OpenAndRecover(const std::string& path, IndexKind kind,
+                                              const Options& options) {
   Result<std::unique_ptr<Pool>> pool = Pool::Open(path, kind, options);
   if (!pool.ok()) return pool.status();
   const IndexRegistration* reg = FindIndex(pool.value()->kind());
@@ -131,6 +125,33 @@ Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options&
   Result<std::unique_ptr<Index>> index = reg->attach(std::move(pool).value(), /*fresh=*/false);
   if (!index.ok()) return index.status();
   return Recover(std::move(index).value());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
+                                         std::string_view name) {
+  IndexKind kind = IndexKind::kNone;
+  if (!name.empty()) {
+    const IndexRegistration* reg = FindIndex(name);
+    if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
+    if (reg->attach == nullptr) {
+      return Status::NotSupported("index '" + std::string(name) + "' does not live in a pool");
+    }
+    kind = reg->traits.kind;
+  }
+  if (!options.read_only && options.trial_open) {
+    // A refused open must leave the file as it was, but recovery repairs leaves in place
+    // before it can know that a later leaf, or the allocator rebuild, finds Corruption. So the
+    // whole open runs first on a copy-on-write mapping (as a read-only open does); only if
+    // that succeeds is the pool opened shared and recovered again, now for real.
+    Options trial = options;
+    trial.read_only = true;
+    trial.prefault = false;
+    Result<std::unique_ptr<Index>> tried = OpenAndRecover(path, kind, trial);
+    if (!tried.ok()) return tried.status();
+  }
+  return OpenAndRecover(path, kind, options);
 }
 
 Result<std::unique_ptr<Index>> OpenOrCreateIndex(std::string_view name, const std::string& path,
