@@ -19,7 +19,7 @@
 namespace pmindex::radix {
 
 // The tree's root child word: the first 8 bytes of the pool's root area (zeroed at pool
-// creation, so a fresh pool is an empty tree with no initialization write).
+// creation: a fresh pool is an empty tree).
 inline uint64_t* RootSlot(Pool& pool) { return reinterpret_cast<uint64_t*>(pool.root_area()); }
 
 // The root area's second word holds kEmptyTreeMark while the tree is empty by design (new,
