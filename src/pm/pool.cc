@@ -256,7 +256,11 @@ Result<std::unique_ptr<Pool>> Pool::CreateUnpublished(const std::string& path, I
   }
   const uint64_t size =
       (options.pool_size + pm::kPoolAlignment - 1) / pm::kPoolAlignment * pm::kPoolAlignment;
-  if (size < pm::kPoolAlignment || size < options.pool_size) {
+  if (size < options.pool_size) {
+    return PoolError(Status::InvalidArgument, path,
+                     "pool size " + std::to_string(options.pool_size) + " is too large");
+  }
+  if (size < pm::kPoolAlignment) {
     return PoolError(Status::InvalidArgument, path, "pool size must be at least 2 MiB");
   }
   // Publish checks again; this only spares building a pool that cannot be linked.

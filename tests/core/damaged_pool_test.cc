@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -330,6 +331,34 @@ TEST(PFTreeDamage, SingleBitFlipsNeverCrash) {
       Result<std::unique_ptr<Index>> r = OpenIndex(copy, Small());
       if (r.ok()) (void)r.value()->verify();
     });
+  }
+}
+
+// What the trial open costs: writable OpenIndex with and without it, on pools of 1M keys.
+// Run with --gtest_also_run_disabled_tests (figures in doc/format.md).
+TEST(TrialOpen, DISABLED_Cost) {
+  TempDir dir;
+  for (const char* name : {"rntree", "fptree", "wort", "pftree"}) {
+    const std::string path = dir.file(std::string(name) + ".pool");
+    Options o = Small();
+    o.pool_size = 1ull << 30;
+    {
+      Result<std::unique_ptr<Index>> index = CreateIndex(name, path, o);
+      ASSERT_TRUE(index.ok()) << index.status().ToString();
+      for (uint64_t k = 0; k < 1000000; ++k) {
+        ASSERT_TRUE(index.value()->insert(Key(*index.value(), k * 2654435761u % 1000003), IntValue(k)).ok());
+      }
+    }
+    for (bool trial : {false, true, false, true}) {
+      o.trial_open = trial;
+      const auto t0 = std::chrono::steady_clock::now();
+      Result<std::unique_ptr<Index>> r = OpenIndex(path, o);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      std::printf("%-8s trial_open=%d: open %.1f ms\n", name, trial, ms);
+    }
+    ::unlink(path.c_str());
   }
 }
 
