@@ -1,5 +1,6 @@
 #include "bench/runner.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <barrier>
@@ -7,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -406,6 +408,7 @@ class Runner {
   std::string CheckCompatible(const IndexRegistration& reg) const;
   void Progress(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
   uint64_t TotalWrites() const;
+  Status CheckRoom(const IndexRegistration& reg) const;
   void Finish(const IndexRegistration& reg, BenchResult* r) const;
   BenchResult NewResult(const std::string& index, const std::string& workload, int threads,
                         const std::string& dist) const;
@@ -501,6 +504,7 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
                                                                                 key_size);
   Result<std::unique_ptr<Index>> made = CreateIndex(name, path, options);
   if (!made.ok()) {
+    report_->run_failed = true;
     report_->skipped.push_back(name + ": cannot create: " + made.status().ToString());
     Progress("%s: cannot create: %s", name.c_str(), made.status().ToString().c_str());
     return Status::OK();
@@ -566,10 +570,19 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
         FillResult(ph, &r);
         r.keys = space.hi - space.lo;
         FillMemory(index.get(), space.hi - space.lo, &r);
+        // A load inserts distinct new keys: any failure is an error (OutOfSpace, ...).
+        if (cfg_.keys > 0 && (r.ops == 0 || r.failed > 0 || !ph.total.first_error.empty())) {
+          report_->run_failed = true;
+          report_->skipped.push_back(
+              name + ": load: " + std::to_string(r.failed) + " of " + std::to_string(r.ops) +
+              " inserts failed" +
+              (ph.total.first_error.empty() ? std::string() : ": " + ph.total.first_error));
+        }
         Progress("%s: load %.3f Mops/s, %.2f s", name.c_str(), r.mops, r.seconds);
         Finish(reg, &r);
         report_->results.push_back(std::move(r));
       } else if (!ph.total.first_error.empty()) {
+        report_->run_failed = true;
         report_->skipped.push_back(name + ": preload failed: " + ph.total.first_error);
       }
       return Status::OK();
@@ -606,6 +619,7 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
         const Clock::time_point t0 = Clock::now();
         Options reopen = options;
         reopen.prefault = false;  // recovery time is the index's, not the page tables'
+        reopen.trial_open = false;  // one recovery, as the papers measure it
         Result<std::unique_ptr<Index>> reopened = OpenIndex(path, reopen, name);
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         if (reopened.ok()) {  // the reopened pool's seam counted exactly the open
@@ -725,6 +739,7 @@ Status Runner::Run() {
       report_->skipped.push_back(name + ": " + why);
       continue;
     }
+    if (Status s = CheckRoom(*reg); !s.ok()) return s;
     regs.push_back(reg);
   }
   jobs_ = regs.size() * cfg_.threads.size();
@@ -764,6 +779,60 @@ std::string DurabilityClass(std::string_view index, PersistMode mode) {
       return "none (volatile mode: no flush, no ordering)";
   }
   return "unknown";
+}
+
+namespace {
+
+// MemAvailable from /proc/meminfo, in bytes; 0 if unknown.
+uint64_t AvailableMemory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+std::string GiB(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+}  // namespace
+
+// Refuses up front a run that cannot fit, instead of failing (or swapping, or being killed)
+// hours later: an in-memory index must fit in available memory, a pool in its directory.
+Status Runner::CheckRoom(const IndexRegistration& reg) const {
+  const std::string& name = reg.traits.name;
+  const size_t key_size = tracing_ ? std::max(load_trace_.max_key_size, run_trace_.max_key_size)
+                                   : codec_->max_size();
+  const uint64_t writes = TotalWrites();
+  if (!reg.attach && !reg.traits.persistent) {
+    constexpr uint64_t kNodeOverhead = 64;  // allocator and node bytes per pair, at least
+    const uint64_t need = writes * (kNodeOverhead + key_size + 8);
+    const uint64_t avail = AvailableMemory();
+    if (avail != 0 && need > avail) {
+      return Status::InvalidArgument(name + ": " + std::to_string(writes) +
+                                     " keys need about " + GiB(need) + " of memory, " +
+                                     GiB(avail) + " available (lower --keys/--ops)");
+    }
+    return Status::OK();
+  }
+  const uint64_t need = cfg_.pool_bytes > 0 ? cfg_.pool_bytes : EstimatePoolBytes(writes, key_size);
+  struct statvfs fs;
+  if (statvfs(cfg_.pool_dir.c_str(), &fs) == 0) {
+    const uint64_t avail = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (need > avail) {
+      return Status::InvalidArgument(
+          name + ": a pool of " + GiB(need) + (cfg_.pool_bytes > 0 ? "" : " for " +
+          std::to_string(writes) + " keys") + " does not fit in " + cfg_.pool_dir + " (" +
+          GiB(avail) + " free; lower --keys/--pool-mb or choose another --pool-dir)");
+    }
+  }
+  return Status::OK();
 }
 
 uint64_t EstimatePoolBytes(uint64_t keys, size_t key_size) {

@@ -101,6 +101,8 @@ struct BenchReport {
   std::vector<BenchResult> results;
   std::vector<std::string> skipped;  // "<index>: <reason>"
   bool verify_failed = false;
+  // An index could not be created, or its load failed: the run did not measure what was asked.
+  bool run_failed = false;
 };
 
 // Runs the configured benchmark; results accumulate in *report as they are produced.

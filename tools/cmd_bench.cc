@@ -176,6 +176,11 @@ int RunBenchCommand(const BenchArgs& args) {
       std::fprintf(stderr, "plots written to %s\n", args.plot.c_str());
     }
   }
+  if (report.run_failed) {
+    std::fprintf(stderr,
+                 "pmindex bench: an index could not be created or loaded (see 'skipped')\n");
+    rc = kExitError;
+  }
   if (report.verify_failed) {
     std::fprintf(stderr, "pmindex bench: an index failed verification or recovery (see notes)\n");
     rc = kExitError;

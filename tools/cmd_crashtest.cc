@@ -15,6 +15,7 @@
 
 #include "crashtest/campaign.h"
 #include "crashtest/scenarios.h"
+#include "pm/mutant.h"
 #include "pmindex/index.h"
 #include "tools/command.h"
 
@@ -109,6 +110,21 @@ int RunCrashtest(const CrashtestArgs& a) {
       return kExitUsage;
     }
   }
+  if (a.ops == 0) {
+    std::fprintf(stderr, "pmindex crashtest: --ops must be positive\n");
+    return kExitUsage;
+  }
+  if (a.cycles == 0 && (a.model == "kill" || a.model == "both")) {
+    std::fprintf(stderr, "pmindex crashtest: --cycles must be positive\n");
+    return kExitUsage;
+  }
+  if (!a.mutant.empty() && !pm::is_known_mutant(a.mutant)) {
+    std::string names;
+    for (const std::string& m : pm::known_mutants()) names += " " + m;
+    std::fprintf(stderr, "pmindex crashtest: unknown mutant '%s'; known:%s\n", a.mutant.c_str(),
+                 names.c_str());
+    return kExitUsage;
+  }
   if (a.model != "adr" && a.model != "kill" && a.model != "both") {
     std::fprintf(stderr, "pmindex crashtest: --model must be adr, kill or both\n");
     return kExitUsage;
@@ -186,6 +202,13 @@ int RunCrashtest(const CrashtestArgs& a) {
         std::printf("%s\n", crashtest::FormatResult(r).c_str());
         std::fflush(stdout);
         failed |= !r.passed();
+        if ((a.replay_point != 0 || !a.replay_image.empty()) && r.images == 0) {
+          std::fprintf(stderr,
+                       "pmindex crashtest: replay of point %llu image '%s' checked nothing: no "
+                       "such crash point or image in this run\n",
+                       static_cast<unsigned long long>(a.replay_point), a.replay_image.c_str());
+          failed = true;
+        }
         all.push_back(ToJson(r, scenario));
       }
     }

@@ -56,7 +56,9 @@ void AddDumpCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("POOL", args->path, "Pool file")->required();
   sub->add_option("--from", args->from,
                   "First key: decimal for an integer key, else bytes (\\xHH escapes)");
-  sub->add_option("--count", args->count, "Pairs to print (0 = all)")->default_val(0);
+  sub->add_option("--count", args->count, "Pairs to print (0 = all)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
   const auto format_check = CLI::IsMember({"auto", "int", "string"});
   sub->add_option("--key-format", args->key_format,
                   "auto: 8-byte non-printable keys are integers; int; string")

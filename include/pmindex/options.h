@@ -75,6 +75,11 @@ struct Options {
   // Optional observer of this pool's flushes and fences (not owned; must outlive the pool).
   // Default: none.
   PersistHook* persist_hook = nullptr;
+  // A writable OpenIndex first runs the whole open (kind check, recovery, allocator rebuild)
+  // on a copy-on-write mapping, so that an open refused for Corruption writes nothing to the
+  // file; the price is a second recovery (doc/format.md). Turn it off only where recovery
+  // itself is measured. Default: on.
+  bool trial_open = true;
 
   // ---- performance ----
 

@@ -95,10 +95,27 @@ class Pool {
  public:
   // Creates a new pool file of options.pool_size bytes for index `kind` with the given index
   // parameters (at most kIndexParamsSize bytes). Fails with InvalidArgument if the file
-  // exists (and is not empty) or the size is too small, IOError if it cannot be written.
+  // exists (and is not empty) or the size is too small, OutOfSpace if the file system cannot
+  // hold it, IOError if it cannot be written. Equivalent to CreateUnpublished + Publish.
   static Result<std::unique_ptr<Pool>> Create(const std::string& path, IndexKind kind,
                                               std::string_view index_params,
                                               const Options& options);
+  // Creation in two steps, so that a pool appears at `path` only when complete. The pool is
+  // built under a temporary name in the same directory (".<name>.creating.<pid>.<random>",
+  // locked for as long as the creator lives) and mapped; path() is already `path`. The
+  // caller initialises the index in it, then calls Publish(). A pool destroyed or closed
+  // before Publish removes its temporary file; temporary files of creators that died (no
+  // lock held) are removed by the next creation of the same name.
+  static Result<std::unique_ptr<Pool>> CreateUnpublished(const std::string& path,
+                                                         IndexKind kind,
+                                                         std::string_view index_params,
+                                                         const Options& options);
+  // Makes the file durable and links it at path() without ever replacing an existing file
+  // (renameat2 RENAME_NOREPLACE, else link + unlink; an empty regular file at path() is
+  // replaced only while locked). InvalidArgument if another file took the name meanwhile
+  // (the pool stays unpublished: destroy it), IOError otherwise. OK if already published.
+  Status Publish();
+  bool published() const { return temp_path_.empty(); }
   // Opens an existing pool. `kind` = kNone accepts any kind. Errors: NotFound (no file),
   // InvalidArgument (empty file, not a pool, other kind), Corruption (truncated, bad
   // checksum, damaged chunk table), NotSupported (newer format, granularity), Busy (open in
@@ -172,10 +189,14 @@ class Pool {
 
  private:
   Pool() = default;
+  // Maps the pool at `path`. `fd`, if not -1, is the already open and locked file of a fresh
+  // pool under its temporary name `temp_path`; otherwise `path` is opened and locked.
   static Result<std::unique_ptr<Pool>> Map(const std::string& path, IndexKind kind,
-                                           const Options& options, bool fresh);
+                                           const Options& options, bool fresh, int fd = -1,
+                                           const std::string& temp_path = {});
 
   std::string path_;
+  std::string temp_path_;  // the file's name until Publish; empty once published
   IndexKind kind_ = IndexKind::kNone;
   bool read_only_ = false;
   bool was_dirty_ = false;

@@ -93,9 +93,12 @@ class HybridTree final : public Index {
     auto* root = reinterpret_cast<BTreeRoot*>(pool->root_area());
     const uint64_t kind = static_cast<uint64_t>(Layout::kKind) |
                           uint64_t{Layout::kLayoutVersion - 1} << 32;
-    if (fresh || root->magic == 0) {
-      // A new tree is empty (head 0); an initialization cut short by a crash left no leaf
-      // linked, so doing it again is safe. The first leaf is created by the first write.
+    // Only a new pool is initialised. An existing one without the magic is damaged, unless no
+    // chunk was ever carved: then nothing can be lost (an initialisation cut short by a crash
+    // - which atomic pool creation keeps from being seen - or a tree never written to).
+    const bool never_written = root->magic == 0 && pool->allocator().carved_chunks() == 0;
+    if (fresh || never_written) {
+      // A new tree is empty (head 0). The first leaf is created by the first write.
       // (A read-only pool is mapped copy-on-write: these writes never reach its file.)
       root->head = 0;
       root->kind = kind;
@@ -579,13 +582,14 @@ IndexStats HybridTree<Layout>::stats() {
   std::unique_lock<std::shared_mutex> lock(rw_, std::defer_lock);
   if constexpr (!kConcurrent) lock.lock();
   uint64_t leaves = 0;
-  const uint64_t leaf_bytes = pool_->allocator().block_size(root_->head ? root_->head : 0);
+  const uint64_t head = root_->head;
+  const uint64_t leaf_bytes = head != 0 ? pool_->allocator().block_size(head) : 0;
   Entry buf[kCap];
   for (uint64_t o = root_->head; o != 0; o = at(o)->next) {
     ++leaves;
     st.keys += Layout::CollectSorted(at(o), 0, buf);
   }
-  st.pm_bytes = leaves * (root_->head ? leaf_bytes : 0);
+  st.pm_bytes = leaves * leaf_bytes;
   st.dram_bytes = inner_.dram_bytes();
   st.nodes = {{"leaves", leaves}, {"inner", inner_.node_count()}, {"height", inner_.height()}};
   return st;

@@ -100,36 +100,26 @@ Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::str
   if (reg->attach == nullptr) {
     index = reg->make(path, options);
   } else {
+    // The pool gets its name only once the index is initialised in it: a creator killed at
+    // any point leaves no file at `path` (only a temporary one, removed by a later creator),
+    // and of racing creators exactly one publishes; the others remove their own files.
     Result<std::unique_ptr<Pool>> pool =
-        Pool::Create(path, reg->traits.kind, reg->params, options);
+        Pool::CreateUnpublished(path, reg->traits.kind, reg->params, options);
     if (!pool.ok()) return pool.status();
     index = reg->attach(std::move(pool).value(), /*fresh=*/true);
+    if (index.ok()) {
+      if (Status s = index.value()->pool()->Publish(); !s.ok()) return s;
+    }
   }
   if (!index.ok()) return index.status();
   return std::unique_ptr<Index>(new CheckedIndex(std::move(index).value()));
 }
 
-Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
-                                         std::string_view name) {
-  const bool exists = FileExists(path);
-  if (exists && options.error_if_exists) {
-    return Status::AlreadyExists(path + ": pool exists (error_if_exists is set)");
-  }
-  if (!exists && options.create_if_missing) {
-    if (name.empty()) {
-      return Status::InvalidArgument(path + ": create_if_missing needs an index name");
-    }
-    return CreateIndex(name, path, options);
-  }
-  IndexKind kind = IndexKind::kNone;
-  if (!name.empty()) {
-    const IndexRegistration* reg = FindIndex(name);
-    if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
-    if (reg->attach == nullptr) {
-      return Status::NotSupported("index '" + std::string(name) + "' does not live in a pool");
-    }
-    kind = reg->traits.kind;
-  }
+namespace {
+
+// Maps the pool, attaches its index, recovers it and rebuilds the allocator.
+Result<std::unique_ptr<Index>> OpenAndRecover(const std::string& path, IndexKind kind,
+                                              const Options& options) {
   Result<std::unique_ptr<Pool>> pool = Pool::Open(path, kind, options);
   if (!pool.ok()) return pool.status();
   const IndexRegistration* reg = FindIndex(pool.value()->kind());
@@ -144,6 +134,46 @@ Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options&
   Result<std::unique_ptr<Index>> recovered = Recover(std::move(index).value());
   if (!recovered.ok()) return recovered.status();
   return std::unique_ptr<Index>(new CheckedIndex(std::move(recovered).value()));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Index>> OpenIndex(const std::string& path, const Options& options,
+                                         std::string_view name) {
+  const bool exists = FileExists(path);
+  if (exists && options.error_if_exists) {
+    return Status::AlreadyExists(path + ": pool exists (error_if_exists is set)");
+  }
+  if (!exists && options.create_if_missing) {
+    if (name.empty()) {
+      return Status::InvalidArgument(path + ": create_if_missing needs an index name");
+    }
+    Result<std::unique_ptr<Index>> created = CreateIndex(name, path, options);
+    // Another creator published first: open its pool (Busy while that process holds it).
+    if (created.ok() || !FileExists(path)) return created;
+  }
+  IndexKind kind = IndexKind::kNone;
+  if (!name.empty()) {
+    const IndexRegistration* reg = FindIndex(name);
+    if (reg == nullptr) return Status::NotFound("no index named '" + std::string(name) + "'");
+    if (reg->attach == nullptr) {
+      return Status::NotSupported("index '" + std::string(name) + "' does not live in a pool");
+    }
+    kind = reg->traits.kind;
+  }
+  if (!options.read_only && options.trial_open) {
+    // A refused open must leave the file as it was, but recovery repairs leaves in place
+    // before it can know that a later leaf, or the allocator rebuild, finds Corruption. So the
+    // whole open runs first on a copy-on-write mapping (as a read-only open does); only if
+    // that succeeds is the pool opened shared and recovered again, now for real.
+    Options trial = options;
+    trial.read_only = true;
+    trial.prefault = false;
+    trial.persist_hook = nullptr;  // the hook follows the real mapping only
+    Result<std::unique_ptr<Index>> tried = OpenAndRecover(path, kind, trial);
+    if (!tried.ok()) return tried.status();
+  }
+  return OpenAndRecover(path, kind, options);
 }
 
 Result<std::unique_ptr<Index>> OpenOrCreateIndex(std::string_view name, const std::string& path,

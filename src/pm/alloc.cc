@@ -196,6 +196,7 @@ Status Allocator::allocate_bulk(size_t size, size_t n, uint64_t* out, bool zero)
 }
 
 size_t Allocator::block_size(uint64_t offset) const {
+  if (offset < data_offset_ || chunk_of(offset) >= chunk_count_) return 0;  // not a block
   const uint64_t e = __atomic_load_n(&table_[chunk_of(offset)], __ATOMIC_ACQUIRE);
   if (EntryState(e) == ChunkState::kSmall) return kSizeClasses[EntryClass(e)];
   return EntrySpan(e) * kChunkSize;

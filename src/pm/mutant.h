@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace pmindex::pm {
 
@@ -31,6 +32,10 @@ inline bool mutant(const char* name) {
 void set_mutant(const char* name);
 // The selected mutant, "" if none.
 const char* selected_mutant();
+// Every mutation point's name (a new point adds its name here), so a misspelt mutant is
+// refused instead of silently testing nothing.
+const std::vector<std::string>& known_mutants();
+bool is_known_mutant(const std::string& name);
 
 }  // namespace pmindex::pm
 

@@ -1,8 +1,10 @@
 #include "pmindex/pool.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <libpmem2.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -15,6 +17,7 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "pm/alloc.h"
 #include "pm/crc32c.h"
@@ -183,6 +186,97 @@ void ReadDeviceHealth(int fd, PoolInfo* info) {
   pmem2_source_delete(&src);
 }
 
+// Opens an existing pool file without ever blocking: a FIFO or a device at `path` would make
+// open(2) wait forever (a FIFO for a writer) or talk to hardware, so anything but a regular
+// file is refused before it is opened, and again after (the name may have changed between).
+int OpenRegularFile(const std::string& path, bool writable, Status* error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    *error = errno == ENOENT ? PoolError(Status::NotFound, path, "no such file")
+                             : PoolError(Status::IOError, path, "cannot stat: " + Errno(errno));
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = PoolError(Status::InvalidArgument, path, "not a regular file");
+    return -1;
+  }
+  int fd = ::open(path.c_str(),
+                  (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *error = errno == ENOENT ? PoolError(Status::NotFound, path, "no such file")
+                             : PoolError(Status::IOError, path, "cannot open: " + Errno(errno));
+    return -1;
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *error = PoolError(Status::InvalidArgument, path, "not a regular file");
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// ".<name>.creating." : the prefix of the temporary names a pool named <name> is built under.
+std::string TempPrefix(const std::string& path) { return "." + BaseName(path) + ".creating."; }
+
+std::string TempPath(const std::string& path) {
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce))) {
+    nonce = static_cast<uint64_t>(std::time(nullptr)) ^ reinterpret_cast<uintptr_t>(&nonce);
+  }
+  char tail[48];
+  std::snprintf(tail, sizeof(tail), "%d.%016" PRIx64, static_cast<int>(getpid()), nonce);
+  const std::string dir = DirName(path);
+  return (dir == "/" ? std::string() : dir) + "/" + TempPrefix(path) + tail;
+}
+
+// A creator holds the lock on its temporary file from the moment it exists until it is
+// published or removed, so an unlocked one belongs to a creator that died (kill -9 during
+// creation). The age test covers the instant between a creator's open(O_EXCL) and its flock.
+void RemoveStaleTempFiles(const std::string& path) {
+  const std::string dir = DirName(path), prefix = TempPrefix(path);
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  const int dfd = dirfd(d);
+  const time_t now = std::time(nullptr);
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    int fd = openat(dfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0) continue;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 60 &&
+        flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      unlinkat(dfd, e->d_name, 0);
+    }
+    ::close(fd);  // releases the lock
+  }
+  closedir(d);
+}
+
+void SyncDirectory(const std::string& path) {
+  int dfd = ::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+Status AllocateStatus(const std::string& path, uint64_t size, int e) {
+  return PoolError(e == ENOSPC ? Status::OutOfSpace : Status::IOError, path,
+                   "cannot allocate " + std::to_string(size) + " bytes: " + Errno(e));
+}
+
 }  // namespace
 
 std::string DescribeDurability(PersistMode mode, StoreGranularity granularity,
@@ -217,41 +311,49 @@ PersistCounters Pool::counters() const { return persist_->counters(); }
 Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, IndexKind kind,
                                            std::string_view index_params,
                                            const Options& options) {
+  Result<std::unique_ptr<Pool>> pool = CreateUnpublished(path, kind, index_params, options);
+  if (!pool.ok()) return pool;
+  if (Status s = pool.value()->Publish(); !s.ok()) return s;
+  return pool;
+}
+
+Result<std::unique_ptr<Pool>> Pool::CreateUnpublished(const std::string& path, IndexKind kind,
+                                                      std::string_view index_params,
+                                                      const Options& options) {
   if (index_params.size() > kIndexParamsSize) {
     return PoolError(Status::InvalidArgument, path, "index parameters exceed 128 bytes");
   }
   const uint64_t size =
       (options.pool_size + pm::kPoolAlignment - 1) / pm::kPoolAlignment * pm::kPoolAlignment;
+  if (size < options.pool_size) {
+    return PoolError(Status::InvalidArgument, path,
+                     "pool size " + std::to_string(options.pool_size) + " is too large");
+  }
   if (size < pm::kPoolAlignment) {
     return PoolError(Status::InvalidArgument, path, "pool size must be at least 2 MiB");
   }
-  bool created = true;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == EEXIST) {  // an existing empty file (e.g. from mkstemp) is fine
-    created = false;
-    fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // Publish checks again; this only spares building a pool that cannot be linked.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !(S_ISREG(st.st_mode) && st.st_size == 0)) {
+    return PoolError(Status::InvalidArgument, path, "file exists; will not overwrite it");
   }
-  if (fd < 0) return PoolError(Status::IOError, path, "cannot create: " + Errno(errno));
+  RemoveStaleTempFiles(path);
+  // The pool is built under a name of its own: nobody else opens, locks or removes it, and a
+  // crash at any point leaves `path` as it was (absent) plus a temporary file.
+  const std::string temp = TempPath(path);
+  int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return PoolError(Status::IOError, path, "cannot create " + temp + ": " + Errno(errno));
   auto fail = [&](Status s) {
-    if (created) ::unlink(path.c_str());
+    ::unlink(temp.c_str());
     ::close(fd);
     return s;
   };
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    return fail(PoolError(Status::Busy, path, "already open in another process"));
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) return fail(PoolError(Status::IOError, path, Errno(errno)));
-  if (st.st_size != 0) {
-    created = false;  // never remove a file we did not make
-    return fail(PoolError(Status::InvalidArgument, path, "file exists; will not overwrite it"));
+    return fail(PoolError(Status::IOError, path, "cannot lock " + temp + ": " + Errno(errno)));
   }
   if (int e = posix_fallocate(fd, 0, static_cast<off_t>(size)); e != 0) {
-    return fail(PoolError(Status::IOError, path,
-                          "cannot allocate " + std::to_string(size) + " bytes: " + Errno(e)));
+    return fail(AllocateStatus(path, size, e));
   }
-  // Write the header with plain file I/O: the mapping below sees it, and a crash before
-  // the write completes leaves a file that fails the magic or checksum check.
   auto h = std::make_unique<PoolHeader>();
   std::memset(h.get(), 0, sizeof(PoolHeader));
   std::memcpy(h->magic, pm::kPoolMagic, sizeof(h->magic));
@@ -266,13 +368,46 @@ Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, IndexKind ki
   h->header_crc = HeaderCrc(*h);
   h->generation = 0;  // Map() bumps it to 1
   h->clean = 1;
-  if (pwrite(fd, h.get(), sizeof(PoolHeader), 0) != static_cast<ssize_t>(sizeof(PoolHeader)) ||
-      fsync(fd) != 0) {
-    if (!created) (void)!ftruncate(fd, 0);
+  if (pwrite(fd, h.get(), sizeof(PoolHeader), 0) != static_cast<ssize_t>(sizeof(PoolHeader))) {
     return fail(PoolError(Status::IOError, path, "cannot write header: " + Errno(errno)));
   }
-  ::close(fd);  // Map() reopens and relocks
-  return Map(path, kind, options, /*fresh=*/true);
+  return Map(path, kind, options, /*fresh=*/true, fd, temp);  // removes `temp` on failure
+}
+
+Status Pool::Publish() {
+  if (temp_path_.empty()) return Status::OK();
+  // Everything the index wrote is on media before the name makes the pool visible.
+  if (fsync(fd_) != 0) return PoolError(Status::IOError, path_, "fsync: " + Errno(errno));
+  int e = 0;
+  if (renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) != 0) {
+    e = errno;
+    if (e == EINVAL || e == ENOSYS || e == ENOTSUP) {  // file system without RENAME_NOREPLACE
+      e = ::link(temp_path_.c_str(), path_.c_str()) == 0 ? 0 : errno;
+      if (e == 0) ::unlink(temp_path_.c_str());
+    }
+  }
+  if (e == EEXIST) {
+    // An empty regular file at `path` (made by mkstemp, say) may be replaced, but only while
+    // we hold its lock and it is still the file named `path`: two creators racing for one
+    // empty file cannot both replace it.
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    struct stat held, named;
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 &&
+        S_ISREG(held.st_mode) && held.st_size == 0 && ::lstat(path_.c_str(), &named) == 0 &&
+        named.st_dev == held.st_dev && named.st_ino == held.st_ino) {
+      e = ::rename(temp_path_.c_str(), path_.c_str()) == 0 ? 0 : errno;
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  if (e == EEXIST) {
+    return PoolError(Status::InvalidArgument, path_, "file exists; will not overwrite it");
+  }
+  if (e != 0) {
+    return PoolError(Status::IOError, path_, "cannot link " + temp_path_ + ": " + Errno(e));
+  }
+  temp_path_.clear();
+  SyncDirectory(path_);
+  return Status::OK();
 }
 
 Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, IndexKind kind,
@@ -285,26 +420,44 @@ Result<std::unique_ptr<Pool>> Pool::OpenOrCreate(const std::string& path, IndexK
                                                  const Options& options) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) return Open(path, kind, options);
-  return Create(path, kind, index_params, options);
+  Result<std::unique_ptr<Pool>> created = Create(path, kind, index_params, options);
+  // Another creator published first: open its pool (Busy while it holds it).
+  if (!created.ok() && ::stat(path.c_str(), &st) == 0 && st.st_size > 0) {
+    return Open(path, kind, options);
+  }
+  return created;
 }
 
 Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
-                                        const Options& options, bool fresh) {
+                                        const Options& options, bool fresh, int fd,
+                                        const std::string& temp_path) {
   const bool read_only = options.read_only && !fresh;
-  int fd = ::open(path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return PoolError(Status::NotFound, path, "no such file");
-    return PoolError(Status::IOError, path, "cannot open: " + Errno(errno));
+    Status error;
+    fd = OpenRegularFile(path, !read_only, &error);
+    if (fd < 0) return error;
   }
   auto pool = std::unique_ptr<Pool>(new Pool);
   pool->fd_ = fd;  // closed by ~Pool on any failure below
   pool->path_ = path;
+  pool->temp_path_ = temp_path;  // removed by ~Pool on any failure below
   pool->read_only_ = read_only;
   PoolHeader h;
   uint64_t file_size = 0;
   if (Status s = ReadHeader(fd, path, kind, &h, &file_size); !s.ok()) return s;
   if (flock(fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     return PoolError(Status::Busy, path, "already open in another process");
+  }
+  // A sparse pool (copied with cp --sparse=always, say) would take a SIGBUS at the first
+  // store into a hole once its file system is full. Backing every byte now turns that into
+  // an error here. A file with as many blocks as bytes has no hole and is left alone (an
+  // fallocate over an allocated 1 GiB tmpfs file still costs ~65 ms); a fresh pool was
+  // allocated at creation.
+  if (struct stat st; !read_only && !fresh && fstat(fd, &st) == 0 &&
+                      static_cast<uint64_t>(st.st_blocks) * 512 < h.pool_size) {
+    if (int e = posix_fallocate(fd, 0, static_cast<off_t>(h.pool_size)); e != 0) {
+      return AllocateStatus(path, h.pool_size, e);
+    }
   }
 
   pmem2_config* cfg = nullptr;
@@ -379,6 +532,10 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
 Pool::~Pool() { Close(); }
 
 Status Pool::Close() {
+  if (!temp_path_.empty()) {  // never published: the pool was never anyone else's
+    ::unlink(temp_path_.c_str());
+    temp_path_.clear();
+  }
   if (map_ != nullptr) {
     auto* hdr = reinterpret_cast<PoolHeader*>(base_);
     if (!read_only_) {
@@ -444,11 +601,9 @@ uint64_t Pool::huge_page_bytes() const {
 }
 
 Result<PoolInfo> Pool::ReadInfo(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return PoolError(Status::NotFound, path, "no such file");
-    return PoolError(Status::IOError, path, "cannot open: " + Errno(errno));
-  }
+  Status error;
+  int fd = OpenRegularFile(path, /*writable=*/false, &error);
+  if (fd < 0) return error;
   PoolHeader h;
   PoolInfo info;
   Status s = ReadHeader(fd, path, IndexKind::kNone, &h, &info.file_size);

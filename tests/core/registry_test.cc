@@ -114,6 +114,12 @@ TEST(Registry, OpenRecoversAndRebuildsTheAllocator) {
   BlockHolder::recover_calls = 0;
   auto idx = OpenIndex(path, o);
   ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  EXPECT_EQ(BlockHolder::recover_calls, 2);  // the trial open (copy-on-write), then for real
+  idx->reset();
+  BlockHolder::recover_calls = 0;
+  o.trial_open = false;
+  idx = OpenIndex(path, o);
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
   EXPECT_EQ(BlockHolder::recover_calls, 1);
   // The reachable block is not handed out again; the rest of its chunk is.
   Pool* pool = (*idx)->pool();

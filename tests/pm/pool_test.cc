@@ -1,10 +1,15 @@
 // Pool creation, reopening and the bad inputs that must be refused without writing a byte.
 #include "pmindex/pool.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <fstream>
 #include <iterator>
@@ -249,6 +254,120 @@ TEST(Pool, DirtyAfterOpenWithoutClose) {
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
   EXPECT_TRUE((*copy)->was_dirty());
   EXPECT_EQ((*copy)->generation(), 3u);
+}
+
+// A FIFO (or any non-regular file) at the path is refused at once: open(2) of a FIFO for
+// reading would wait for a writer forever.
+TEST(Pool, FifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::string path = dir.file("fifo");
+  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);  // a hang kills the child: the test fails instead of hanging
+    Options ro = SmallPool();
+    ro.read_only = true;
+    bool ok = true;
+    for (const Options& o : {ro, SmallPool()}) {
+      auto pool = Pool::Open(path, IndexKind::kNone, o);
+      ok = ok && !pool.ok() && pool.status().IsInvalidArgument() &&
+           pool.status().message().find("not a regular file") != std::string::npos &&
+           pool.status().message().find(path) != std::string::npos;
+    }
+    auto info = Pool::ReadInfo(path);
+    ok = ok && !info.ok() && info.status().IsInvalidArgument();
+    auto created = Pool::OpenOrCreate(path, IndexKind::kTestList, "", SmallPool());
+    ok = ok && !created.ok();
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                              : "exit " + std::to_string(WEXITSTATUS(status)));
+  struct stat st;
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+// Copies `from` to `to` leaving every all-zero 4 KiB page a hole (cp --sparse=always).
+void SparseCopy(const std::string& from, const std::string& to) {
+  const std::string bytes = ReadAll(from);
+  int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << to << ": " << std::strerror(errno);
+  const std::string zero(4096, '\0');
+  for (size_t off = 0; off < bytes.size(); off += 4096) {
+    if (bytes.compare(off, 4096, zero) == 0) continue;
+    ASSERT_EQ(pwrite(fd, bytes.data() + off, 4096, static_cast<off_t>(off)), 4096);
+  }
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
+  ::close(fd);
+}
+
+uint64_t AllocatedBytes(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+}
+
+// A writable open backs every byte of a sparse pool, so no later store can hit a hole.
+TEST(Pool, WritableOpenAllocatesASparsePool) {
+  TempDir dir;
+  const std::string path = MakeClosedPool(dir, "p.pool");
+  const std::string sparse = dir.file("sparse.pool");
+  SparseCopy(path, sparse);
+  ASSERT_LT(AllocatedBytes(sparse), 4u << 20);
+  {
+    Options ro = SmallPool();
+    ro.read_only = true;
+    ASSERT_TRUE(Pool::Open(sparse, IndexKind::kTestList, ro).ok());
+    EXPECT_LT(AllocatedBytes(sparse), 4u << 20) << "a read-only open must not allocate";
+  }
+  auto pool = Pool::Open(sparse, IndexKind::kTestList, SmallPool());
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_GE(AllocatedBytes(sparse), 4u << 20);
+}
+
+// The same on a file system that is full: refused with OutOfSpace naming the file, instead
+// of a SIGBUS at the first store into a hole. Needs a tmpfs of our own (root).
+TEST(Pool, SparsePoolOnAFullFileSystemIsRefused) {
+  TempDir dir;
+  const std::string mnt = dir.file("small-tmpfs");
+  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=8m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string path = MakeClosedPool(dir, "p.pool");
+  const std::string sparse = mnt + "/sparse.pool";
+  SparseCopy(path, sparse);
+  // Fill the file system.
+  int fd = ::open((mnt + "/filler").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  const std::string chunk(65536, 'f');
+  while (write(fd, chunk.data(), chunk.size()) > 0) {
+  }
+  ::close(fd);
+  const size_t before = std::hash<std::string>()(ReadAll(sparse));
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto pool = Pool::Open(sparse, IndexKind::kTestList, SmallPool());
+    if (pool.ok()) {  // the bug: touch every page, which dies of SIGBUS at the first hole
+      for (uint64_t off = 8192; off < (*pool)->size(); off += 4096) (*pool)->base()[off] = 1;
+      _exit(2);
+    }
+    const bool ok = pool.status().code() == Status::Code::kOutOfSpace &&
+                    pool.status().message().find(sparse) != std::string::npos;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                              : "exit " + std::to_string(WEXITSTATUS(status)));
+  EXPECT_EQ(std::hash<std::string>()(ReadAll(sparse)), before) << "a refused open wrote the file";
 }
 
 }  // namespace

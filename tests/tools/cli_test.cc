@@ -2,6 +2,7 @@
 // on every bad input, `bench` JSON/CSV output, trace replay followed by `dump` compared with
 // a model, Ctrl-C clean-up, and the plots.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,70 @@ TEST(CliTest, UsageErrorsExitTwo) {
     const CommandResult r = RunCommand(argv, dir.path());
     EXPECT_EQ(r.exit_code, 2) << line << "\n" << r.out << r.err;
     EXPECT_FALSE(r.err.empty()) << line;
+  }
+}
+
+// Runs argv under timeout(1): a hang shows as exit 124 instead of hanging the test.
+CommandResult RunBounded(std::vector<std::string> argv, const std::string& scratch) {
+  argv.insert(argv.begin(), {"/usr/bin/timeout", "-s", "KILL", "60"});
+  return RunCommand(argv, scratch);
+}
+
+// Every way a command can fail says so: a non-zero exit and a message, never exit 0.
+TEST(CliTest, FailuresExitNonZeroWithAMessage) {
+  TempDir dir;
+  const std::string pool = dir.file("p.pool");
+  MakePool(pool);
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  struct Case {
+    std::vector<std::string> argv;
+    const char* says;  // part of the message
+  };
+  const std::vector<Case> cases = {
+      // No index could be created: the pool does not fit.
+      {{kTestCli, "bench", "--index", "testlist", "--keys", "300", "--workload", "load",
+        "--pool-dir", dir.path(), "--pool-mb", "16777216"},
+       "does not fit"},
+      {{kTestCli, "bench", "--index", "testlist", "--keys", "1099511627776", "--workload",
+        "load", "--pool-dir", dir.path()},
+       "does not fit"},
+      {{kTestCli, "bench", "--index", "testlist", "--keys", "300", "--workload", "load",
+        "--pool-dir", "/proc"},
+       "/proc"},
+      // An in-memory index that cannot fit in memory is refused up front.
+      {{kTestCli, "bench", "--index", "stdmap", "--keys", "1099511627776", "--workload",
+        "load", "--pool-dir", dir.path()},
+       "memory"},
+      // The load ran out of pool space.
+      {{kTestCli, "bench", "--index", "testlist", "--keys", "40000", "--workload", "load",
+        "--pool-dir", dir.path(), "--pool-mb", "2", "--no-verify"},
+       "inserts failed"},
+      {{kTestCli, "dump", pool, "--count", "-1"}, "count"},
+      {{kTestCli, "crashtest", "--index", "testlist", "--ops", "0"}, "--ops"},
+      {{kTestCli, "crashtest", "--index", "testlist", "--model", "kill", "--cycles", "0"},
+       "--cycles"},
+      {{kTestCli, "crashtest", "--index", "testlist", "--mutant", "bogus"}, "unknown mutant"},
+      {{kTestCli, "crashtest", "--index", "testlist", "--model", "adr", "--ops", "20",
+        "--replay-point", "3", "--replay-image", "bogus", "--dir", dir.path()},
+       "checked nothing"},
+      // A FIFO is not a pool, and opening it must not block.
+      {{kBin, "info", fifo}, "not a regular file"},
+      {{kBin, "dump", fifo}, "not a regular file"},
+      {{kBin, "check", fifo}, "not a regular file"},
+  };
+  for (const Case& c : cases) {
+    std::string line;
+    for (const std::string& a : c.argv) line += a + " ";
+    const CommandResult r = RunBounded(c.argv, dir.path());
+    EXPECT_NE(r.exit_code, 0) << line << "\n" << r.out << r.err;
+    EXPECT_NE(r.exit_code, 128 + SIGKILL) << line << ": hung or ran away (killed after 60 s)";
+    EXPECT_TRUE(Contains(r.err + r.out, c.says)) << line << "\nstderr: " << r.err;
+  }
+  // Nothing but the inputs is left behind.
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    const std::string n = e.path().filename();
+    EXPECT_TRUE(n == "p.pool" || n == "fifo") << n;
   }
 }
 

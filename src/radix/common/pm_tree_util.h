@@ -19,8 +19,49 @@
 namespace pmindex::radix {
 
 // The tree's root child word: the first 8 bytes of the pool's root area (zeroed at pool
-// creation, so a fresh pool is an empty tree with no initialization write).
+// creation: a fresh pool is an empty tree).
 inline uint64_t* RootSlot(Pool& pool) { return reinterpret_cast<uint64_t*>(pool.root_area()); }
+
+// The root area's second word holds kEmptyTreeMark while the tree is empty by design (new,
+// or its last key removed), so that a root word of 0 in a tree that was not empty (a
+// damaged pool) is told apart from an empty tree instead of being opened as one, which would
+// free every block at the allocator rebuild.
+//
+//   root area offset 0  root child word
+//             offset 8  empty mark: kEmptyTreeMark or 0
+//
+// Crash argument: the mark is set (persisted) before the root word is cleared and cleared
+// after the root word became non-zero, so whenever the root word is 0 the mark is set. A
+// non-zero root word makes the mark irrelevant.
+inline constexpr uint64_t kEmptyTreeMark = 0x7974706d45656572ull;  // "reeEmpty"
+inline uint64_t* EmptyMarkSlot(Pool& pool) { return RootSlot(pool) + 1; }
+inline void MarkEmpty(Pool& pool) {
+  uint64_t* mark = EmptyMarkSlot(pool);
+  if (*mark == kEmptyTreeMark) return;
+  StoreWord(mark, kEmptyTreeMark);
+  pool.persist_context().persist(mark, 8);
+}
+inline void ClearEmptyMark(Pool& pool) {
+  uint64_t* mark = EmptyMarkSlot(pool);
+  if (*mark == 0 || *RootSlot(pool) == 0) return;
+  StoreWord(mark, 0);
+  pool.persist_context().persist(mark, 8);
+}
+// At attach: a fresh pool is marked empty; an existing one whose root word is 0 must be
+// marked empty, unless no chunk is carved (nothing could be lost: a pool made before the
+// mark existed, or one whose creation was interrupted - atomic creation hides those).
+inline Status CheckRootWord(Pool& pool, bool fresh, const char* name) {
+  if (fresh) {
+    MarkEmpty(pool);
+    return Status::OK();
+  }
+  if (*RootSlot(pool) != 0 || *EmptyMarkSlot(pool) == kEmptyTreeMark) return Status::OK();
+  const uint64_t carved = pool.allocator().carved_chunks();
+  if (carved == 0) return Status::OK();
+  return Status::Corruption(pool.path() + ": " + name +
+                            " root word is 0 but the tree was not empty (" +
+                            std::to_string(carved) + " chunks carved): its root is lost");
+}
 
 // True if child word `w` can be followed without leaving the pool: a known tag, a 64-byte
 // aligned offset past the pool header, `extent` bytes of node inside the pool, and for a

@@ -31,11 +31,21 @@ PFTree::~PFTree() { close(); }
 Result<std::unique_ptr<Index>> PFTree::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   std::unique_ptr<PFTree> tree(new PFTree(std::move(pool)));
   Pool* p = tree->pool_.get();
-  if (p->root() != 0) {
-    tree->root_.store(p->at<InnerHeader>(p->root()));
+  if (const uint64_t r = p->root(); r != 0) {
+    if (r < 4096 || r % 64 != 0 || r >= p->size() || p->size() - r < sizeof(Node256)) {
+      return Status::Corruption(p->path() + ": pftree root offset " + std::to_string(r) +
+                                " outside the pool");
+    }
+    tree->root_.store(p->at<InnerHeader>(r));
   } else if (fresh) {
     Result<InnerHeader*> root = tree->EnsureRoot();
     if (!root.ok()) return root.status().WithContext(p->path());
+  } else if (p->allocator().carved_chunks() > 1) {
+    // The root node is made at creation and never removed; creation carves one chunk for it,
+    // so a pool without a root but with more chunks has lost its root.
+    return Status::Corruption(p->path() + ": pftree has no root node but " +
+                              std::to_string(p->allocator().carved_chunks()) +
+                              " chunks carved: its root is lost");
   }
   // Otherwise the first write creates the root: the allocator is not rebuilt yet.
   if (fresh) tree->recovered_ = true;

@@ -127,6 +127,11 @@ class PFTree final : public Index, private Reclaimer {
   std::mutex root_mu_;
   uint32_t gen_ = 0;
   bool recovered_ = false;  // DRAM metadata valid for every reachable leaf
+  // The DRAM metadata recover() built while it has not succeeded. A recovery that stops at
+  // Corruption leaves a tree that must not be walked again (its offsets are what failed), so
+  // teardown frees exactly these instead; once recovery succeeds the tree owns them.
+  std::vector<LeafAux*> recovery_aux_;
+  void FreeRecoveryAux();
 };
 
 }  // namespace pmindex::pftree

@@ -330,8 +330,13 @@ Status PFTree::visit_blocks(BlockVisitor& visitor) {
 
 Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
   const uint64_t off = RefOffset(ref);
-  if (off == 0 || off % 64 != 0 || !pool_->contains(base_ + off, kLeafHeaderSize))
+  if (off < 4096 || off % 64 != 0 || off >= pool_->size() ||
+      !pool_->contains(base_ + off, kLeafHeaderSize))
     return Status::Corruption("pftree: reference " + std::to_string(ref) + " outside the pool");
+  // Every inner node on a path consumes at least one key byte; deeper means a cycle.
+  if (depth > kMaxKeySize + 1)
+    return Status::Corruption("pftree: path deeper than the longest key (a cycle?) at offset " +
+                              std::to_string(off));
   if (IsLeafRef(ref)) {
     auto* leaf = at<LeafHeader>(ref);
     if (leaf->type != static_cast<uint8_t>(NodeType::kLeafArray) ||
@@ -343,6 +348,7 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
     if (aux == nullptr)
       return Status::Corruption("pftree: leaf array at offset " + std::to_string(off) + ": " +
                                 err);
+    recovery_aux_.push_back(aux);
     leaf->aux = reinterpret_cast<uint64_t>(aux);  // a DRAM cache: never flushed
     leaf->aux_gen = gen_;
     return Status::OK();
@@ -354,6 +360,9 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
     return Status::Corruption("pftree: bad inner node at offset " + std::to_string(off));
   uint64_t term = LoadRef(&node->term);
   if (term != 0) {
+    if (!IsLeafRef(term))
+      return Status::Corruption("pftree: term child of the node at offset " +
+                                std::to_string(off) + " is not a leaf array");
     Status s = RecoverNode(term, depth);
     if (!s.ok()) return s;
   }
@@ -368,11 +377,18 @@ Status PFTree::recover() {
   if (pool_ == nullptr) return Status::InvalidArgument("pftree: closed");
   gen_ = static_cast<uint32_t>(pool_->generation());
   if (recovered_ && root() != nullptr) FreeAuxNode(pool_->offset_of(root()));
+  FreeRecoveryAux();
   recovered_ = false;
   Status s = root() == nullptr ? Status::OK() : RecoverNode(pool_->offset_of(root()), 0);
   if (!s.ok()) return s;
+  recovery_aux_.clear();  // reachable from the (now validated) tree
   recovered_ = true;
   return Status::OK();
+}
+
+void PFTree::FreeRecoveryAux() {
+  for (LeafAux* aux : recovery_aux_) FreeAux(aux);
+  recovery_aux_.clear();
 }
 
 void PFTree::FreeAuxNode(uint64_t ref) {
@@ -395,7 +411,9 @@ void PFTree::FreeAuxNode(uint64_t ref) {
 Status PFTree::close() {
   if (pool_ == nullptr) return Status::OK();
   Epoch::Get().Drain(this);
-  if (root() != nullptr) FreeAuxNode(pool_->offset_of(root()));
+  // Walk the tree only if recovery proved it sound (or it is new); else free what was built.
+  if (recovered_ && root() != nullptr) FreeAuxNode(pool_->offset_of(root()));
+  FreeRecoveryAux();
   Status s = pool_->Close();
   pool_.reset();
   return s;

@@ -53,7 +53,8 @@ IndexRegistration Woart::Registration() {
       "writer-preferring reader-writer lock (many readers or one writer; single-threaded design)";
   r.traits.durability = "every acknowledged operation (8-byte failure-atomic commits)";
   r.traits.description = "WOART: ART with nodes redesigned for 8-byte failure-atomic updates";
-  r.attach = [](std::unique_ptr<Pool> pool, bool) -> Result<std::unique_ptr<Index>> {
+  r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
+    if (Status s = CheckRootWord(*pool, fresh, "woart"); !s.ok()) return s;
     return std::unique_ptr<Index>(new Woart(std::move(pool)));
   };
   r.params = "woart span=8 prefix=5";
@@ -145,7 +146,9 @@ Status Woart::Put(std::string_view key, std::string_view value, PutMode mode) {
     const uint64_t w = *slot;
     if (w == 0) {
       if (mode == PutMode::kUpdate) return Status::NotFound();
-      return LinkNewLeaf(slot, key, value);
+      Status s = LinkNewLeaf(slot, key, value);
+      if (s.ok() && slot == RootSlot(*pool_)) ClearEmptyMark(*pool_);
+      return s;
     }
     if (IsLeafChild(w)) {
       PmLeaf* l = leaf(w);
@@ -354,6 +357,7 @@ Status Woart::remove(std::string_view key) {
   for (size_t i = top; i < nodes; ++i) freed.push_back(*path[i].slot);
   freed.push_back(leaf_word);
   if (top == 0) {
+    MarkEmpty(*pool_);
     CommitWord(pc(), RootSlot(*pool_), 0);
   } else {
     const Step& at = path[top - 1];

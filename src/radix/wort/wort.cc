@@ -46,7 +46,8 @@ IndexRegistration Wort::Registration() {
       "writer-preferring reader-writer lock (many readers or one writer; single-threaded design)";
   r.traits.durability = "every acknowledged operation (8-byte failure-atomic commits)";
   r.traits.description = "WORT: write-optimal radix tree, 4-bit span, lazy header repair";
-  r.attach = [](std::unique_ptr<Pool> pool, bool) -> Result<std::unique_ptr<Index>> {
+  r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
+    if (Status s = CheckRootWord(*pool, fresh, "wort"); !s.ok()) return s;
     return std::unique_ptr<Index>(new Wort(std::move(pool)));
   };
   r.params = "wort span=4 prefix=5";
@@ -128,7 +129,9 @@ Status Wort::Put(std::string_view key, std::string_view value, PutMode mode) {
     const uint64_t w = *slot;
     if (w == 0) {
       if (mode == PutMode::kUpdate) return Status::NotFound();
-      return LinkNewLeaf(slot, key, value);
+      Status s = LinkNewLeaf(slot, key, value);
+      if (s.ok() && slot == RootSlot(*pool_)) ClearEmptyMark(*pool_);
+      return s;
     }
     if (IsLeafChild(w)) {
       PmLeaf* l = leaf(w);
@@ -283,6 +286,7 @@ Status Wort::remove(std::string_view key) {
   const uint64_t leaf_word = *slot;
   std::vector<uint64_t> freed;
   for (size_t i = first_freed; i < nodes; ++i) freed.push_back(*path[i]);
+  if (unlink == RootSlot(*pool_)) MarkEmpty(*pool_);
   CommitWord(pc(), unlink, 0);
   pool_->allocator().free(ChildOffset(leaf_word));
   for (uint64_t w : freed) pool_->allocator().free(ChildOffset(w));
