@@ -25,60 +25,16 @@ std::unique_ptr<Index> Create(const std::string& path) {
   return r.ok() ? std::move(r).value() : nullptr;
 }
 
-std::unique_ptr<Index> Open(const std::string& path) {
-  auto r = OpenIndex(path, TestOptions(), "pftree");
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : nullptr;
-}
+// Inserts, updates and removes in balance (the tree grows, splits and merges); every tenth
+// operation reads: a lookup or a short scan from the key.
+constexpr OpMix kMix{.insert = 8, .update = 4, .upsert = 2, .remove = 4, .lookup = 1, .scan = 1,
+                     .scan_limit = 5};
 
 // Random operations in lockstep with the model.
-void RunOps(Index& index, std::map<std::string, std::string>& model, KeySource& keys,
-            uint64_t ops, uint64_t* version) {
-  auto& rng = keys.rng();
+void RunOps(ModelChecker& checker, KeySource& keys, uint64_t ops, uint64_t* version) {
   for (uint64_t i = 0; i < ops; ++i) {
-    std::string k = keys.Next();
-    std::string v = ValueFor(k, ++*version);
-    bool present = model.count(k) != 0;
-    switch (rng() % 10) {
-      case 0: case 1: case 2: case 3: {
-        Status s = index.insert(k, v);
-        ASSERT_EQ(s.ok(), !present) << s.ToString();
-        if (!present) model[k] = v; else ASSERT_TRUE(s.IsAlreadyExists());
-        break;
-      }
-      case 4: case 5: {
-        Status s = index.update(k, v);
-        ASSERT_EQ(s.ok(), present) << s.ToString();
-        if (present) model[k] = v; else ASSERT_TRUE(s.IsNotFound());
-        break;
-      }
-      case 6: {
-        ASSERT_TRUE(index.upsert(k, v).ok());
-        model[k] = v;
-        break;
-      }
-      case 7: case 8: {
-        Status s = index.remove(k);
-        ASSERT_EQ(s.ok(), present) << s.ToString();
-        if (present) model.erase(k); else ASSERT_TRUE(s.IsNotFound());
-        break;
-      }
-      default: {
-        std::string got;
-        ASSERT_EQ(index.lookup(k, &got).ok(), present);
-        if (present) ASSERT_EQ(got, model[k]);
-        // A short scan from k agrees with the model.
-        auto it = model.lower_bound(k);
-        index.scan(k, 5, [&](std::string_view sk, std::string_view sv) {
-          EXPECT_TRUE(it != model.end());
-          if (it == model.end()) return false;
-          EXPECT_EQ(sk, it->first);
-          EXPECT_EQ(sv, it->second);
-          ++it;
-          return true;
-        });
-      }
-    }
+    const std::string k = keys.Next();
+    ASSERT_NO_FATAL_FAILURE(checker.random_op(keys.rng(), k, ValueFor(k, ++*version), kMix));
   }
 }
 
@@ -86,48 +42,38 @@ class PFTreeModelTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(PFTreeModelTest, MatchesStdMap) {
   const Shape shape = GetParam();
-  const uint64_t seed = TestSeed(1000 + static_cast<int>(shape));
-  SCOPED_TRACE(SeedTrace(seed));
   TempDir dir;
-  auto index = Create(dir.file("p.pool"));
-  ASSERT_TRUE(index);
-  std::map<std::string, std::string> model;
+  ModelChecker checker(TestSeed(1000 + static_cast<int>(shape)));
+  ASSERT_NO_FATAL_FAILURE(checker.create("pftree", dir.file("p.pool"), TestOptions()));
   const bool is_int = shape == Shape::kDense || shape == Shape::kSparse ||
                       shape == Shape::kClustered;
   // The key universe is not scaled down in sanitizer builds: fewer keys would not split.
-  KeySource keys(shape, seed, is_int ? Scale(20000) : 6000);
+  KeySource keys(shape, checker.seed(), is_int ? Scale(20000) : 6000);
   uint64_t version = 0;
   const uint64_t batches = 8, per_batch = Scale(12000);
   for (uint64_t b = 0; b < batches; ++b) {
-    ASSERT_NO_FATAL_FAILURE(RunOps(*index, model, keys, per_batch, &version));
-    Status s = index->verify();
-    ASSERT_TRUE(s.ok()) << "batch " << b << ": " << s.ToString();
-    ASSERT_EQ(index->stats().keys, model.size());
+    ASSERT_NO_FATAL_FAILURE(RunOps(checker, keys, per_batch, &version));
+    ASSERT_NO_FATAL_FAILURE(checker.verify()) << "batch " << b;
+    ASSERT_EQ(checker.index().stats().keys, checker.model().size());
   }
-  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
+  ASSERT_NO_FATAL_FAILURE(checker.check_all());
   // The run built real structure: many leaf arrays and, where keys crowd one root slot
   // (uniform keys spread over all 256 and stay below the split size), inner nodes below it.
   uint64_t inner = 0, leaves = 0;
-  for (auto& [name, count] : index->stats().nodes) (name == "leaf_arrays" ? leaves : inner) += count;
+  for (auto& [name, count] : checker.index().stats().nodes)
+    (name == "leaf_arrays" ? leaves : inner) += count;
   if (shape != Shape::kSparse && shape != Shape::kRandomBytes) EXPECT_GT(inner, 1u);
   EXPECT_GT(leaves, 8u);
   // Recovery through close + reopen rebuilds the DRAM metadata.
-  ASSERT_TRUE(index->close().ok());
-  index.reset();
-  index = Open(dir.file("p.pool"));
-  ASSERT_TRUE(index);
-  ASSERT_TRUE(index->verify().ok());
-  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
+  ASSERT_NO_FATAL_FAILURE(checker.reopen());
+  ASSERT_NO_FATAL_FAILURE(checker.check_all());
   // And it keeps working.
-  ASSERT_NO_FATAL_FAILURE(RunOps(*index, model, keys, per_batch, &version));
-  ASSERT_TRUE(index->verify().ok());
-  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
+  ASSERT_NO_FATAL_FAILURE(RunOps(checker, keys, per_batch, &version));
+  ASSERT_NO_FATAL_FAILURE(checker.check_all());
   // Remove everything: every leaf array is freed.
-  for (const auto& [k, v] : model) ASSERT_TRUE(index->remove(k).ok());
-  ASSERT_TRUE(index->verify().ok());
-  auto st = index->stats();
-  EXPECT_EQ(st.keys, 0u);
-  for (auto& [name, count] : st.nodes)
+  ASSERT_NO_FATAL_FAILURE(checker.remove_all(keys.rng()));
+  ASSERT_NO_FATAL_FAILURE(checker.check_all());
+  for (auto& [name, count] : checker.index().stats().nodes)
     if (name == "leaf_arrays") {
       EXPECT_EQ(count, 0u);
     }
@@ -176,30 +122,25 @@ TEST(PFTreeTest, Limits) {
 TEST(PFTreeTest, RecoverFromByteCopyOfOpenPool) {
   // A copy of the bytes of an open pool is what a process crash leaves (eADR / process-crash
   // model): no clean close, stale lock words and DRAM pointers in the leaf headers.
-  const uint64_t seed = TestSeed(77);
-  SCOPED_TRACE(SeedTrace(seed));
   TempDir dir;
-  auto index = Create(dir.file("p.pool"));
-  ASSERT_TRUE(index);
-  std::map<std::string, std::string> model;
+  ModelChecker checker(TestSeed(77));
+  const uint64_t seed = checker.seed();
+  ASSERT_NO_FATAL_FAILURE(checker.create("pftree", dir.file("p.pool"), TestOptions()));
   KeySource keys(Shape::kRandomBytes, seed, Scale(8000));
   uint64_t version = 0;
   for (int round = 0; round < 3; ++round) {
-    ASSERT_NO_FATAL_FAILURE(RunOps(*index, model, keys, Scale(15000), &version));
+    ASSERT_NO_FATAL_FAILURE(RunOps(checker, keys, Scale(15000), &version));
     std::string copy = dir.file("copy" + std::to_string(round) + ".pool");
     std::filesystem::copy_file(dir.file("p.pool"), copy);
-    auto reopened = Open(copy);
-    ASSERT_TRUE(reopened);
-    Status s = reopened->verify();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*reopened, model));
     // The copy is a working index of its own.
-    auto m2 = model;
+    ModelChecker reopened(seed);
+    ASSERT_NO_FATAL_FAILURE(reopened.open("pftree", copy, TestOptions(), checker.model()));
+    ASSERT_NO_FATAL_FAILURE(reopened.check_all());
     uint64_t v2 = version;
     KeySource more(Shape::kSparse, seed + round, 5000);
-    ASSERT_NO_FATAL_FAILURE(RunOps(*reopened, m2, more, 3000, &v2));
-    ASSERT_TRUE(reopened->verify().ok());
-    ASSERT_TRUE(reopened->close().ok());
+    ASSERT_NO_FATAL_FAILURE(RunOps(reopened, more, 3000, &v2));
+    ASSERT_NO_FATAL_FAILURE(reopened.check_all());
+    ASSERT_NO_FATAL_FAILURE(reopened.close());
     std::filesystem::remove(copy);
   }
 }
@@ -209,48 +150,32 @@ TEST(PFTreeTest, RecoverFromByteCopyOfOpenPool) {
 // scans of every length from random starts (inside, between and across leaves) match the
 // model, also after reopening (the cached order is DRAM only and rebuilt lazily).
 TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
-  const uint64_t seed = TestSeed(91);
-  SCOPED_TRACE(SeedTrace(seed));
   TempDir dir;
-  auto index = Create(dir.file("p.pool"));
-  ASSERT_TRUE(index);
-  std::mt19937_64 rng(seed);
-  std::map<std::string, std::string> model;
+  ModelChecker checker(TestSeed(91));
+  ASSERT_NO_FATAL_FAILURE(checker.create("pftree", dir.file("p.pool"), TestOptions()));
+  std::mt19937_64 rng(checker.seed());
   uint64_t version = 0;
   // Keys 0..1199 share their first six bytes: a few large leaf arrays, filled in random order.
   auto key = [&] { return std::string(IntKey(rng() % 1200).view()); };
   auto check_scan = [&] {
     const std::string start = key();
-    const size_t want = 1 + rng() % 500;
-    ExpectScanMatchesModel(*index, model, start, want);
+    checker.scan(start, 1 + rng() % 500);
   };
+  constexpr OpMix kAppendMix{.insert = 1, .upsert = 2, .remove = 1};
   for (int step = 0; step < 3000; ++step) {
-    std::string k = key();
-    std::string v = ValueFor(k, ++version);
-    switch (rng() % 4) {
-      case 0:
-        if (index->insert(k, v).ok()) model[k] = v;
-        break;
-      case 1:
-      case 2:
-        ASSERT_TRUE(index->upsert(k, v).ok());
-        model[k] = v;
-        break;
-      default:
-        if (index->remove(k).ok()) model.erase(k);
+    const std::string k = key();
+    ASSERT_NO_FATAL_FAILURE(checker.random_op(rng, k, ValueFor(k, ++version), kAppendMix));
+    if (step % 3 == 0) {
+      ASSERT_NO_FATAL_FAILURE(check_scan());
     }
-    if (step % 3 == 0) ASSERT_NO_FATAL_FAILURE(check_scan());
     if (step % 200 == 0) {
-      Status s = index->verify();
-      ASSERT_TRUE(s.ok()) << "step " << step << ": " << s.ToString();
+      ASSERT_NO_FATAL_FAILURE(checker.verify()) << "step " << step;
     }
   }
-  ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
-  ASSERT_TRUE(index->close().ok());
-  index = Open(dir.file("p.pool"));
-  ASSERT_TRUE(index);
+  ASSERT_NO_FATAL_FAILURE(checker.check_all());
+  ASSERT_NO_FATAL_FAILURE(checker.reopen());
   for (int i = 0; i < 200; ++i) ASSERT_NO_FATAL_FAILURE(check_scan());
-  ASSERT_TRUE(index->verify().ok());
+  ASSERT_NO_FATAL_FAILURE(checker.verify());
 }
 
 TEST(PFTreeTest, LockFromOlderGenerationIsFree) {

@@ -1,17 +1,13 @@
-// Key generators and model checks for the PFtree tests.
+// Key generators for the PFtree tests (the model checks are common/model_checker.h).
 #ifndef PMINDEX_TESTS_PFTREE_PFTREE_TEST_UTIL_H_
 #define PMINDEX_TESTS_PFTREE_PFTREE_TEST_UTIL_H_
 
-#include <gtest/gtest.h>
-
-#include <algorithm>
 #include <cstdint>
-#include <iterator>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/model_checker.h"
 #include "common/test_util.h"
 #include "pmindex/index.h"
 
@@ -101,32 +97,6 @@ inline std::string ValueFor(const std::string& key, uint64_t version) {
   size_t len = (version * 7 + key.size()) % 40;
   for (size_t i = 0; i < len && v.size() < 63; ++i) v.push_back(key[i % key.size()]);
   return v;
-}
-
-// Full comparison of index and model: every model key found, scan equals the model.
-// A scan of up to `want` entries from `start` returns the model's entries from there.
-inline void ExpectScanMatchesModel(Index& index, const std::map<std::string, std::string>& model,
-                                   const std::string& start, size_t want) {
-  auto it = model.lower_bound(start);
-  const size_t there = static_cast<size_t>(std::distance(it, model.end()));
-  size_t n = index.scan(start, want, [&](std::string_view k, std::string_view v) {
-    EXPECT_TRUE(it != model.end());
-    if (it == model.end()) return false;
-    EXPECT_EQ(k, it->first);
-    EXPECT_EQ(v, it->second);
-    ++it;
-    return true;
-  });
-  ASSERT_EQ(n, std::min(want, there));
-}
-
-inline void ExpectSameAsModel(Index& index, const std::map<std::string, std::string>& model) {
-  for (const auto& [k, v] : model) {
-    std::string got;
-    ASSERT_TRUE(index.lookup(k, &got).ok()) << "missing key of size " << k.size();
-    ASSERT_EQ(got, v);
-  }
-  ASSERT_NO_FATAL_FAILURE(ExpectScanMatchesModel(index, model, "", SIZE_MAX));
 }
 
 }  // namespace pmindex::testing

@@ -6,108 +6,84 @@
 //  - Node16: a bitmap of valid slots, set after key and child are persisted;
 //  - Node48: the child word is persisted into a free slot before its index byte is set;
 //  - Node256: the 8-byte child word.
-// Growing or shrinking builds and persists the new node, then swaps the parent's child word
-// (the node type travels in the word's tag, so type and content change together). Path
-// compression as in WORT: the 8-byte header holds depth, prefix length and 5 prefix bytes;
-// a split commits by swapping the grandparent's word, then rewrites the old header; a crash
-// in between is repaired lazily by traversal (PrefixHeader::Repaired). Each node has an end
-// word for the key that ends at it, so keys may be prefixes of other keys.
+// Leaves, lazy expansion, path compression, lazy header repair, scan, verify, the block
+// visitor and the locking are the shared PersistentRadixTree (radix/common/
+// persistent_radix_tree.h, which also gives the crash argument); this file is what is
+// WOART's own: the four node types, adding a child in place or growing, removing one in
+// place or shrinking. Growing or shrinking builds and persists the new node, then swaps the
+// parent's child word (the node type travels in the word's tag, so type and content change
+// together). The header word and the child words are never committed by two dependent
+// stores: a new or changed header only becomes reachable through the one store that
+// publishes its node, or is rewritten in a way traversal repairs.
 //
-// Crash argument: as WORT (wort.h). The header word and the child words are never committed
-// by two dependent stores: a new or changed header only becomes reachable through the one
-// store that publishes its node, or is rewritten in a way traversal repairs.
-//
-// Thread safety: a writer-preferring reader-writer lock (single-threaded design); readers
-// may repair a stale header with a compare-and-swap of a deterministic value.
+// Thread safety: as PersistentRadixTree (writer-preferring reader-writer lock).
 #ifndef PMINDEX_RADIX_WOART_WOART_H_
 #define PMINDEX_RADIX_WOART_WOART_H_
 
-#include <atomic>
-#include <memory>
-#include <shared_mutex>
-#include <string>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
-#include "pmindex/index.h"
-#include "radix/common/rw_lock.h"
+#include "pmindex/pool.h"
 #include "radix/common/node_search.h"
-#include "radix/common/pm_leaf.h"
-#include "radix/common/prefix_header.h"
+#include "radix/common/persistent_radix_tree.h"
+#include "radix/woart/woart_dispatch.h"
 
 namespace pmindex::radix {
 
-// The first two words of every WOART node.
-struct WoartNodeBase {
-  uint64_t header;
-  uint64_t end;
-};
+// WOART's node operations for PersistentRadixTree (the policy is described there).
+struct WoartOps {
+  static constexpr int kBits = 8;
+  static constexpr char kName[] = "woart";
+  static constexpr IndexKind kKind = IndexKind::kWOART;
+  static constexpr char kDescription[] =
+      "WOART: ART with nodes redesigned for 8-byte failure-atomic updates";
+  static constexpr char kParams[] = "woart span=8 prefix=5";
+  static constexpr char kSkipLeafPersist[] = "woart.skip_leaf_persist";
+  static constexpr char kSplitSkipParentPersist[] = "";  // no such mutant
+  static constexpr uint64_t kMaxTag = kTagNode256;
+  static constexpr uint64_t kSmallTag = kTagNode4;
+  static constexpr std::pair<const char*, uint64_t> kNodeNames[] = {
+      {"node4", kTagNode4}, {"node16", kTagNode16}, {"node48", kTagNode48},
+      {"node256", kTagNode256}};
+  static constexpr bool kFixedFanout = false;
+  static constexpr size_t NodeSize(uint64_t tag) { return NodeSizeForTag(tag); }
 
-class Woart final : public Index {
- public:
-  explicit Woart(std::unique_ptr<Pool> pool);
-  ~Woart() override;
-
-  static IndexRegistration Registration();
-
-  const IndexTraits& traits() const override { return traits_; }
-  Status insert(std::string_view key, std::string_view value) override;
-  Status update(std::string_view key, std::string_view value) override;
-  Status upsert(std::string_view key, std::string_view value) override;
-  Status remove(std::string_view key) override;
-  Status lookup(std::string_view key, std::string* value) override;
-  size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
-  Status verify() override;
-  IndexStats stats() override;
-  Status recover() override { return Status::OK(); }  // repair is lazy
-  Status visit_blocks(BlockVisitor& visitor) override;
-  Pool* pool() override { return pool_.get(); }
-  pm::PersistContext& pc() const { return pool_->persist_context(); }
-  Status close() override;
-
-  uint64_t header_repairs() const { return repairs_.load(std::memory_order_relaxed); }
-
- private:
-  enum class PutMode { kInsert, kUpdate, kUpsert };
-  struct ScanState;
-  struct WalkTotals;
-
-  Status Put(std::string_view key, std::string_view value, PutMode mode);
-  Status LinkNewLeaf(uint64_t* slot, std::string_view key, std::string_view value);
-  Status ExpandLeaf(uint64_t* slot, uint32_t depth, std::string_view key, std::string_view value);
-  Status SplitPrefix(uint64_t* slot, const PrefixHeader& h, uint32_t match, std::string_view key,
-                     std::string_view value);
-  Status AddToNode(uint64_t* slot, const PrefixHeader& h, uint8_t b, std::string_view key,
-                   std::string_view value);
-  // Builds (unpublished) a node of type `tag` with header h, the end word and every child of
-  // `old` except key `skip` (-1: none), plus b -> word if add. Returns its tagged word.
-  Result<uint64_t> Rebuild(uint64_t old, uint64_t tag, const PrefixHeader& h, int skip, bool add,
-                           uint8_t b, uint64_t word);
-
-  WoartNodeBase* base(uint64_t w) const { return pool_->at<WoartNodeBase>(ChildOffset(w)); }
-  PmLeaf* leaf(uint64_t w) const { return pool_->at<PmLeaf>(ChildOffset(w)); }
-  uint64_t* FindChild(uint64_t w, uint8_t b) const;
-  unsigned ChildCount(uint64_t w) const;
-  // The node's header as it must be when reached at `depth`, repairing it durably if a
-  // path-compression split was interrupted (RepairHeader, the rare path).
-  PrefixHeader Header(uint64_t w, uint32_t depth) {
-    const uint64_t word = LoadWord(&base(w)->header);
-    const PrefixHeader h = PrefixHeader::Decode(word);
-    if (h.depth == depth) [[likely]]
-      return h;
-    return RepairHeader(w, depth, word);
+  static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {
+    return DispatchNode(pool, w, [unit](auto* n) { return n->Find(unit); });
   }
-  PrefixHeader RepairHeader(uint64_t w, uint32_t depth, uint64_t word);
-  const PmLeaf* AnyLeaf(uint64_t w) const;
-
-  bool ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st);
-  Status VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path, WalkTotals& t);
-  Status Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn);
-
-  std::unique_ptr<Pool> pool_;
-  IndexTraits traits_;
-  RwLock mu_;  // writer-preferring
-  std::atomic<uint64_t> repairs_{0};
+  static unsigned ChildCount(const Pool& pool, uint64_t w) {
+    return DispatchNode(pool, w, [](auto* n) { return n->count(); });
+  }
+  static uint64_t AnyChild(const Pool& pool, uint64_t w) {
+    return DispatchNode(pool, w, [](auto* n) { return n->Any(); });
+  }
+  template <typename F>
+  static bool ForEachChild(const Pool& pool, uint64_t w, unsigned first, F&& f) {
+    bool go = true;
+    DispatchNode(pool, w, [&](auto* n) {
+      n->ForEach([&](uint8_t unit, uint64_t c) {
+        if (go && unit >= first) go = f(unit, c);
+      });
+    });
+    return go;
+  }
+  static void BuildAdd(const Pool& pool, uint64_t w, uint8_t unit, uint64_t word) {
+    DispatchNode(pool, w, [&](auto* n) { n->BuildAdd(unit, word); });
+  }
+  // Adds unit -> leaf_word (leaf filled, not yet flushed) to the node *slot points at: in
+  // place (2 fences), or into a persisted bigger node swapped in with one store (2 fences).
+  static Status AddChild(Pool& pool, uint64_t* slot, const PrefixHeader& h, uint8_t unit,
+                         uint64_t leaf_word, PmLeaf* leaf);
+  // Removes unit from the node *slot points at: in place (1 fence), or a persisted smaller
+  // node without it swapped in (2 fences); the replaced node is appended to `freed`.
+  static void RemoveChild(Pool& pool, uint64_t* slot, const PrefixHeader& h, uint8_t unit,
+                          std::vector<uint64_t>& freed);
+  // Node4 count, Node16 bitmap and Node48 index within their bounds.
+  static const char* CheckNode(const Pool& pool, uint64_t w);
 };
+
+using Woart = PersistentRadixTree<WoartOps>;
 
 }  // namespace pmindex::radix
 

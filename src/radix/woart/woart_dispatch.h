@@ -26,7 +26,7 @@ inline decltype(auto) DispatchNode(const Pool& pool, uint64_t w, F&& f) {
   }
 }
 
-inline size_t NodeSizeForTag(uint64_t tag) {
+inline constexpr size_t NodeSizeForTag(uint64_t tag) {
   switch (tag) {
     case kTagNode4: return sizeof(WoartNode4);
     case kTagNode16: return sizeof(WoartNode16);

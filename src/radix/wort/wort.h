@@ -1,109 +1,85 @@
 // WORT: Write Optimal Radix Tree (Lee et al., FAST 2017) on a pmindex pool.
 //
-// A radix tree with a 4-bit span: every inner node (WortNode) has 16 child words plus an end
-// word for the key that ends at the node (keys may be prefixes of other keys). Leaves are
-// separate pool blocks (PmLeaf) reached through tagged child words (lazy expansion); common
-// key runs are path-compressed into the node's 8-byte header (depth, prefix length, first 5
-// prefix nibbles; the rest is read from a leaf below).
+// A radix tree with a 4-bit span: every inner node (WortNode, wort_node.h) has 16 child
+// words plus an end word for the key that ends at the node. Leaves, lazy expansion, path
+// compression into the 8-byte header, lazy header repair, scan, verify, the block visitor
+// and the locking are the shared PersistentRadixTree (radix/common/persistent_radix_tree.h,
+// which also gives the crash argument); this file is what is WORT's own: one node type with
+// a slot per nibble, so finding a child is an index, adding one is filling an empty slot
+// (the tree's LinkNewLeaf, 2 fences) and removing one is clearing it (1 fence). WORT never
+// grows or shrinks a node.
 //
-// Crash argument (every change commits with one 8-byte failure-atomic store):
-//  - insert into a node: the leaf is persisted, then the child word stored and persisted
-//    (2 fences). Lazy expansion (a leaf slot becomes a node holding both leaves) persists the
-//    new node and leaf first, then swaps the slot (2 fences).
-//  - path-compression split: a new parent holding the old node and the new leaf is persisted,
-//    the grandparent's child word swapped (the commit), then the old node's header rewritten
-//    with one 8-byte store. A crash between the last two leaves a header whose depth is less
-//    than the depth at which traversal reaches it; every traversal (lookup, scan, insert,
-//    remove) detects that and rewrites the header from a leaf key (PrefixHeader::Repaired),
-//    one 8-byte store. No log, no copy of existing nodes.
-//  - remove: the child word of the leaf, or of the highest ancestor that would become empty,
-//    is cleared and persisted; only then are the unlinked blocks freed.
-//  - update: same-length values of <= 8 bytes in place with one 8-byte store, otherwise a new
-//    leaf swapped in.
-// Nodes never become empty durably; blocks allocated by an interrupted operation are
-// unreachable and reclaimed by the allocator rebuild at open.
-//
-// Thread safety: single-threaded in the paper; here a writer-preferring reader-writer lock (RwLock)
-// admits many readers (lookup, scan, verify, stats) or one writer. Readers may repair a stale
-// header; they do so with a compare-and-swap of the same deterministic value.
+// Thread safety: as PersistentRadixTree (writer-preferring reader-writer lock).
 #ifndef PMINDEX_RADIX_WORT_WORT_H_
 #define PMINDEX_RADIX_WORT_WORT_H_
 
-#include <atomic>
-#include <memory>
-#include <shared_mutex>
-#include <string>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
-#include "pmindex/index.h"
-#include "radix/common/rw_lock.h"
+#include "pmindex/pool.h"
 #include "radix/common/node_search.h"
-#include "radix/common/pm_leaf.h"
-#include "radix/common/prefix_header.h"
+#include "radix/common/persistent_radix_tree.h"
+#include "radix/common/pm_tree_util.h"
 #include "radix/wort/wort_node.h"
 
 namespace pmindex::radix {
 
-class Wort final : public Index {
- public:
-  explicit Wort(std::unique_ptr<Pool> pool);
-  ~Wort() override;
+// WORT's node operations for PersistentRadixTree (the policy is described there).
+struct WortOps {
+  static constexpr int kBits = 4;
+  static constexpr char kName[] = "wort";
+  static constexpr IndexKind kKind = IndexKind::kWORT;
+  static constexpr char kDescription[] =
+      "WORT: write-optimal radix tree, 4-bit span, lazy header repair";
+  static constexpr char kParams[] = "wort span=4 prefix=5";
+  static constexpr char kSkipLeafPersist[] = "wort.skip_leaf_persist";
+  static constexpr char kSplitSkipParentPersist[] = "wort.split_skip_parent_persist";
+  static constexpr uint64_t kMaxTag = kTagNode4;  // the tag of WortNode
+  static constexpr uint64_t kSmallTag = kTagNode4;
+  static constexpr std::pair<const char*, uint64_t> kNodeNames[] = {{"node16", kTagNode4}};
+  static constexpr bool kFixedFanout = true;
+  static constexpr size_t NodeSize(uint64_t) { return sizeof(WortNode); }
 
-  static IndexRegistration Registration();
-
-  const IndexTraits& traits() const override { return traits_; }
-  Status insert(std::string_view key, std::string_view value) override;
-  Status update(std::string_view key, std::string_view value) override;
-  Status upsert(std::string_view key, std::string_view value) override;
-  Status remove(std::string_view key) override;
-  Status lookup(std::string_view key, std::string* value) override;
-  size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
-  Status verify() override;
-  IndexStats stats() override;
-  Status recover() override;
-  Status visit_blocks(BlockVisitor& visitor) override;
-  Pool* pool() override { return pool_.get(); }
-  pm::PersistContext& pc() const { return pool_->persist_context(); }
-  Status close() override;
-
-  // Stale headers repaired by traversal since the index was attached.
-  uint64_t header_repairs() const { return repairs_.load(std::memory_order_relaxed); }
-
- private:
-  enum class PutMode { kInsert, kUpdate, kUpsert };
-  struct ScanState;
-  struct WalkTotals;
-
-  Status Put(std::string_view key, std::string_view value, PutMode mode);
-  Status LinkNewLeaf(uint64_t* slot, std::string_view key, std::string_view value);
-  Status ExpandLeaf(uint64_t* slot, uint32_t depth, std::string_view key, std::string_view value);
-  Status SplitPrefix(uint64_t* slot, WortNode* n, const PrefixHeader& h, uint32_t match,
-                     std::string_view key, std::string_view value);
-
-  WortNode* node(uint64_t w) const { return pool_->at<WortNode>(ChildOffset(w)); }
-  PmLeaf* leaf(uint64_t w) const { return pool_->at<PmLeaf>(ChildOffset(w)); }
-  // The node's header as it must be when reached at `depth`, repairing it durably if a
-  // path-compression split was interrupted.
-  PrefixHeader Header(WortNode* n, uint32_t depth) {
-    const uint64_t word = LoadWord(&n->header);
-    const PrefixHeader h = PrefixHeader::Decode(word);
-    if (h.depth == depth) [[likely]]
-      return h;
-    return RepairHeader(n, depth, word);
+  static WortNode* node(const Pool& pool, uint64_t w) { return pool.at<WortNode>(ChildOffset(w)); }
+  static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {
+    return &node(pool, w)->child[unit];
   }
-  PrefixHeader RepairHeader(WortNode* n, uint32_t depth, uint64_t word);
-  // Any leaf below the node (the end leaf or the leftmost one); nullptr if there is none.
-  const PmLeaf* AnyLeaf(const WortNode* n) const;
-
-  bool ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st);
-  Status VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path, WalkTotals& t);
-  Status Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn);
-
-  std::unique_ptr<Pool> pool_;
-  IndexTraits traits_;
-  RwLock mu_;  // writer-preferring
-  std::atomic<uint64_t> repairs_{0};
+  static unsigned ChildCount(const Pool& pool, uint64_t w) {
+    const WortNode* n = node(pool, w);
+    unsigned used = 0;
+    for (unsigned c = 0; c < WortNode::kFanout; ++c) used += n->child[c] != 0;
+    return used;
+  }
+  static uint64_t AnyChild(const Pool& pool, uint64_t w) {
+    const WortNode* n = node(pool, w);
+    for (unsigned c = 0; c < WortNode::kFanout; ++c)
+      if (n->child[c] != 0) return n->child[c];
+    return 0;
+  }
+  template <typename F>
+  static bool ForEachChild(const Pool& pool, uint64_t w, unsigned first, F&& f) {
+    const WortNode* n = node(pool, w);
+    for (unsigned c = first; c < WortNode::kFanout; ++c)
+      if (n->child[c] != 0 && !f(static_cast<uint8_t>(c), n->child[c])) return false;
+    return true;
+  }
+  static void BuildAdd(const Pool& pool, uint64_t w, uint8_t unit, uint64_t word) {
+    node(pool, w)->child[unit] = word;
+  }
+  // Never called: every unit has its slot, so a new key lands in an empty slot.
+  static Status AddChild(Pool&, uint64_t*, const PrefixHeader&, uint8_t, uint64_t, PmLeaf*) {
+    return Status::NotSupported("wort: nodes do not grow");
+  }
+  // Clears the unit's slot. 1 fence.
+  static void RemoveChild(Pool& pool, uint64_t* slot, const PrefixHeader&, uint8_t unit,
+                          std::vector<uint64_t>&) {
+    CommitWord(pool.persist_context(), &node(pool, *slot)->child[unit], 0);
+  }
+  static const char* CheckNode(const Pool&, uint64_t) { return nullptr; }
 };
+
+using Wort = PersistentRadixTree<WortOps>;
 
 }  // namespace pmindex::radix
 

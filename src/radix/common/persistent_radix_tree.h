@@ -1,0 +1,166 @@
+// PersistentRadixTree<Ops>: the tree code WORT and WOART share (Lee et al., FAST 2017), as
+// the hybrid B+trees share HybridTree<Layout>. The tree owns lookup, insert/update/upsert,
+// remove, lazy expansion, path-compression split, lazy header repair, ordered scan, verify,
+// stats, the block visitor and the Index boilerplate; a design supplies only its inner
+// nodes through the policy `Ops` (WortOps in wort/wort.h, WoartOps in woart/woart.h).
+//
+// Shape: a child word (node_search.h) is 0, a tagged leaf (PmLeaf, lazy expansion) or a
+// tagged node. Every node starts with an 8-byte PrefixHeader word and an end word for the
+// key that ends at the node (keys may be prefixes of other keys); keys are walked in units
+// of Ops::kBits bits (KeySpan).
+//
+// Crash argument (every change commits with one 8-byte, or 1-byte, failure-atomic store):
+//  - new key in an empty slot: the leaf is persisted, then the slot stored and persisted
+//    (2 fences). New key beside an existing one in a node: Ops::AddChild (2 fences).
+//  - lazy expansion (a leaf slot must hold two keys): a new smallest node holding both
+//    leaves is persisted with the new leaf, then the slot swapped (2 fences).
+//  - path-compression split: a new parent holding the old node and the new leaf is
+//    persisted, the grandparent's word swapped (the commit), then the old node's header
+//    rewritten with one 8-byte store (3 fences). A crash between the last two leaves a
+//    header whose depth is less than the depth at which traversal reaches it; every
+//    traversal detects that and rewrites the header from a leaf key (PrefixHeader::Repaired),
+//    one 8-byte store. No log, no copy of existing nodes.
+//  - remove: the word of the leaf, or of the highest ancestor that would become empty, is
+//    cleared and persisted (or Ops::RemoveChild commits the smaller node); only then are the
+//    unlinked blocks freed. Nodes never become empty durably.
+//  - update: same-length values of <= 8 bytes in place with one 8-byte store, otherwise a
+//    new leaf swapped in (ReplaceLeafValue).
+// Blocks allocated by an interrupted operation are unreachable and reclaimed by the
+// allocator rebuild at open, so recover() has nothing to do.
+//
+// Thread safety: single-threaded designs; a writer-preferring reader-writer lock (RwLock)
+// admits many readers (lookup, scan, verify, stats) or one writer. Readers may repair a
+// stale header; they do so with a compare-and-swap of the same deterministic value.
+//
+// The policy `Ops` (all static; `w` is a tagged node word):
+//   kBits, kName, kKind, kDescription, kParams        unit width and registration
+//   kSkipLeafPersist, kSplitSkipParentPersist          mutant names (the second may be "")
+//   kMaxTag, NodeSize(tag), kSmallTag, kNodeNames      node tags, block sizes, stats names
+//   kFixedFanout                                       FindChild never returns nullptr
+//   FindChild(pool, w, unit) -> uint64_t*              the child word of `unit`, or nullptr
+//   ChildCount(pool, w), AnyChild(pool, w)             live children; some child word or 0
+//   ForEachChild(pool, w, first, f) -> bool            f(unit, word) -> bool in unit order
+//                                                      from `first`; false once f stops
+//   BuildAdd(pool, w, unit, word)                      into an unpublished node
+//   AddChild(pool, slot, h, unit, leaf_word, leaf)     commit a persisted-to-be leaf in *slot
+//   RemoveChild(pool, slot, h, unit, freed)            commit the removal of `unit` in *slot
+//   CheckNode(pool, w) -> const char*                  node-specific verify(), nullptr if ok
+#ifndef PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_H_
+#define PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pmindex/index.h"
+#include "radix/common/key.h"
+#include "radix/common/node_search.h"
+#include "radix/common/pm_leaf.h"
+#include "radix/common/pm_tree_util.h"
+#include "radix/common/prefix_header.h"
+#include "radix/common/rw_lock.h"
+
+namespace pmindex::radix {
+
+// The first two words of every persistent radix node.
+//   offset  size  field
+//   0       8     header   PrefixHeader word
+//   8       8     end      leaf of the key that ends at this node's discriminating position
+struct RadixNodeBase {
+  uint64_t header;
+  uint64_t end;
+};
+static_assert(sizeof(RadixNodeBase) == 16);
+
+template <typename Ops>
+class PersistentRadixTree final : public Index {
+ public:
+  using Span = KeySpan<Ops::kBits>;
+
+  explicit PersistentRadixTree(std::unique_ptr<Pool> pool);
+  ~PersistentRadixTree() override { close(); }
+
+  static IndexRegistration Registration();
+
+  const IndexTraits& traits() const override { return traits_; }
+  Status insert(std::string_view key, std::string_view value) override {
+    return Put(key, value, PutMode::kInsert);
+  }
+  Status update(std::string_view key, std::string_view value) override {
+    return Put(key, value, PutMode::kUpdate);
+  }
+  Status upsert(std::string_view key, std::string_view value) override {
+    return Put(key, value, PutMode::kUpsert);
+  }
+  Status remove(std::string_view key) override;
+  Status lookup(std::string_view key, std::string* value) override;
+  size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
+  Status verify() override;
+  IndexStats stats() override;
+  // Nothing to finish eagerly: interrupted splits are repaired lazily by traversal, and
+  // blocks of interrupted inserts are unreachable (the allocator rebuild frees them).
+  Status recover() override { return Status::OK(); }
+  Status visit_blocks(BlockVisitor& visitor) override;
+  Pool* pool() override { return pool_.get(); }
+  pm::PersistContext& pc() const { return pool_->persist_context(); }
+  Status close() override;
+
+  // Stale headers repaired by traversal since the index was attached.
+  uint64_t header_repairs() const { return repairs_.load(std::memory_order_relaxed); }
+
+ private:
+  enum class PutMode { kInsert, kUpdate, kUpsert };
+  struct ScanState;
+
+  Status Put(std::string_view key, std::string_view value, PutMode mode);
+  Status LinkNewLeaf(uint64_t* slot, std::string_view key, std::string_view value);
+  Status AddChild(uint64_t* slot, const PrefixHeader& h, uint8_t unit, std::string_view key,
+                  std::string_view value);
+  Status ExpandLeaf(uint64_t* slot, uint32_t depth, std::string_view key, std::string_view value);
+  Status SplitPrefix(uint64_t* slot, const PrefixHeader& h, uint32_t match, std::string_view key,
+                     std::string_view value);
+  // Puts `word` into an unpublished node: the end word if its key ends at `pos`.
+  void Place(uint64_t w, uint32_t pos, const uint8_t* key, size_t key_units, uint64_t word) {
+    if (pos == key_units)
+      base(w)->end = word;
+    else
+      Ops::BuildAdd(*pool_, w, Span::unit(key, pos), word);
+  }
+
+  RadixNodeBase* base(uint64_t w) const { return pool_->at<RadixNodeBase>(ChildOffset(w)); }
+  PmLeaf* leaf(uint64_t w) const { return pool_->at<PmLeaf>(ChildOffset(w)); }
+  // True if w can be followed without leaving the pool (verify and the visitor).
+  bool ValidWord(uint64_t w) const {
+    return ValidChildWord(*pool_, w, Ops::kMaxTag, Ops::NodeSize(ChildTagOf(w)));
+  }
+  // The node's header as it must be when reached at `depth`, repairing it durably if a
+  // path-compression split was interrupted (RepairHeader, the rare path).
+  PrefixHeader Header(uint64_t w, uint32_t depth) {
+    const uint64_t word = LoadWord(&base(w)->header);
+    const PrefixHeader h = PrefixHeader::Decode(word);
+    if (h.depth == depth) [[likely]]
+      return h;
+    return RepairHeader(w, depth, word);
+  }
+  PrefixHeader RepairHeader(uint64_t w, uint32_t depth, uint64_t word);
+  // Any leaf below the node (the end leaf or one below some child); nullptr if none.
+  const PmLeaf* AnyLeaf(uint64_t w) const;
+
+  bool ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st);
+  Status VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path);
+  Status Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn);
+  Status Corruption(const std::string& what) const {
+    return Status::Corruption(std::string(Ops::kName) + ": " + what);
+  }
+
+  std::unique_ptr<Pool> pool_;
+  IndexTraits traits_;
+  RwLock mu_;  // writer-preferring
+  std::atomic<uint64_t> repairs_{0};
+};
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_H_

@@ -1,0 +1,186 @@
+// PersistentRadixTree whole-tree walks: ordered scan, verify, stats and the block visitor.
+// Included only by the .cc file of a design, which instantiates the template for its Ops.
+#ifndef PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_WALK_H_
+#define PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_WALK_H_
+
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+
+#include "pm/alloc.h"
+#include "radix/common/persistent_radix_tree.h"
+
+namespace pmindex::radix {
+
+template <typename Ops>
+struct PersistentRadixTree<Ops>::ScanState {
+  std::string_view start;
+  size_t max_count;
+  size_t emitted = 0;
+  ScanCallback* fn;
+};
+
+// In-order walk from `start`. `bounded`: the subtree may hold keys < start, so compare.
+template <typename Ops>
+bool PersistentRadixTree<Ops>::ScanWord(uint64_t w, uint32_t depth, bool bounded,
+                                        ScanState& st) {
+  if (w == 0) return true;
+  if (IsLeafChild(w)) {
+    const PmLeaf* l = leaf(w);
+    if (bounded && l->key() < st.start) return true;
+    ++st.emitted;
+    return (*st.fn)(l->key(), l->value()) && st.emitted < st.max_count;
+  }
+  const PrefixHeader h = Header(w, depth);
+  const uint32_t pos = h.pos();
+  const uint8_t* s = Bytes(st.start);
+  const size_t su = Span::units(st.start.size());
+  if (bounded && h.prefix_len != 0) {
+    const uint8_t* ref = AnyLeaf(w)->key_ptr();
+    for (uint32_t i = depth; i < pos; ++i) {
+      if (i == su) {  // start ends inside the prefix: every key here is longer, so greater
+        bounded = false;
+        break;
+      }
+      const uint8_t a = Span::unit(ref, i), b = Span::unit(s, i);
+      if (a != b) {
+        if (a < b) return true;  // the whole subtree is below start
+        bounded = false;
+        break;
+      }
+    }
+  }
+  const bool bounded_below = bounded && su > pos;
+  if (!ScanWord(base(w)->end, pos, bounded_below, st)) return false;
+  const unsigned first = bounded_below ? Span::unit(s, pos) : 0;
+  return Ops::ForEachChild(*pool_, w, first, [&](uint8_t unit, uint64_t c) {
+    return ScanWord(c, pos + 1, bounded_below && unit == first, st);
+  });
+}
+
+template <typename Ops>
+size_t PersistentRadixTree<Ops>::scan(std::string_view start, size_t max_count,
+                                      ScanCallback fn) {
+  if (max_count == 0) return 0;
+  std::shared_lock lock(mu_);
+  ScanState st{start, max_count, 0, &fn};
+  ScanWord(*RootSlot(*pool_), 0, true, st);
+  return st.emitted;
+}
+
+// `path` holds the units every key below w must start with.
+template <typename Ops>
+Status PersistentRadixTree<Ops>::VerifyWord(uint64_t w, uint32_t depth,
+                                            std::vector<uint8_t>& path) {
+  const std::string where = " at offset " + std::to_string(ChildOffset(w));
+  if (!ValidWord(w)) return Corruption("bad child word or leaf " + std::to_string(w));
+  if (IsLeafChild(w)) {
+    const PmLeaf* l = leaf(w);
+    if (Span::units(l->key_len) < path.size())
+      return Corruption("leaf key shorter than its path" + where);
+    for (size_t i = 0; i < path.size(); ++i)
+      if (Span::unit(l->key_ptr(), i) != path[i])
+        return Corruption("leaf key off its path" + where);
+    return Status::OK();
+  }
+  if (const char* e = Ops::CheckNode(*pool_, w)) return Corruption(e + where);
+  const RadixNodeBase* nb = base(w);
+  bool bad_child = nb->end != 0 && !ValidWord(nb->end);
+  Ops::ForEachChild(*pool_, w, 0, [&](uint8_t, uint64_t c) {
+    if (c != 0 && !ValidWord(c)) bad_child = true;
+    return true;
+  });
+  if (bad_child) return Corruption("bad child word in node" + where);
+  PrefixHeader h = PrefixHeader::Decode(LoadWord(&nb->header));
+  const PmLeaf* any = AnyLeaf(w);
+  if (any == nullptr) return Corruption("empty node" + where);
+  if (h.pos() < depth || h.pos() > Span::units(kMaxKeySize))
+    return Corruption("header position out of range" + where);
+  // An interrupted split leaves a stale header: legal, repaired on the next traversal.
+  if (h.depth != depth) h = h.template Repaired<Ops::kBits>(depth, any->key_ptr());
+  if (Span::units(any->key_len) < h.pos())
+    return Corruption("leaf shorter than node prefix" + where);
+  const size_t saved = path.size();
+  for (uint32_t i = 0; i < h.prefix_len; ++i) {
+    const uint8_t u = Span::unit(any->key_ptr(), depth + i);
+    if (i < kStoredPrefix && u != h.prefix[i])
+      return Corruption("stored prefix disagrees with keys" + where);
+    path.push_back(u);
+  }
+  if (nb->end != 0) {
+    if (!IsLeafChild(nb->end) || Span::units(leaf(nb->end)->key_len) != h.pos())
+      return Corruption("bad end word" + where);
+    if (Status s = VerifyWord(nb->end, h.pos(), path); !s.ok()) return s;
+  }
+  Status result;
+  int prev = -1;
+  Ops::ForEachChild(*pool_, w, 0, [&](uint8_t unit, uint64_t c) {
+    if (static_cast<int>(unit) <= prev) {
+      result = Corruption("duplicate or unordered key unit" + where);
+    } else if (c == 0) {
+      result = Corruption("valid slot with an empty child" + where);
+    } else if (IsLeafChild(c) && Span::units(leaf(c)->key_len) <= h.pos()) {
+      result = Corruption("child leaf too short" + where);
+    } else {
+      prev = unit;
+      path.push_back(unit);
+      result = VerifyWord(c, h.pos() + 1, path);
+      path.pop_back();
+    }
+    return result.ok();
+  });
+  if (!result.ok()) return result;
+  path.resize(saved);
+  return Status::OK();
+}
+
+template <typename Ops>
+Status PersistentRadixTree<Ops>::verify() {
+  std::shared_lock lock(mu_);
+  const uint64_t root = *RootSlot(*pool_);
+  if (root == 0) return Status::OK();
+  std::vector<uint8_t> path;
+  return VerifyWord(root, 0, path);
+}
+
+template <typename Ops>
+Status PersistentRadixTree<Ops>::Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn) {
+  if (w == 0) return Status::OK();
+  if (!ValidWord(w)) return Corruption("bad child word " + std::to_string(w));
+  if (Status s = fn(w); !s.ok()) return s;
+  if (IsLeafChild(w)) return Status::OK();
+  if (Status s = Walk(base(w)->end, fn); !s.ok()) return s;
+  Status result;
+  Ops::ForEachChild(*pool_, w, 0, [&](uint8_t, uint64_t c) {
+    result = Walk(c, fn);
+    return result.ok();
+  });
+  return result;
+}
+
+template <typename Ops>
+IndexStats PersistentRadixTree<Ops>::stats() {
+  std::shared_lock lock(mu_);
+  IndexStats st;
+  uint64_t count[kTagMask + 1] = {};
+  Walk(*RootSlot(*pool_), [&](uint64_t w) {
+    st.pm_bytes += pool_->allocator().block_size(ChildOffset(w));
+    ++count[ChildTagOf(w)];
+    return Status::OK();
+  });
+  st.keys = count[kTagLeaf];
+  for (const auto& [name, tag] : Ops::kNodeNames) st.nodes.push_back({name, count[tag]});
+  st.nodes.push_back({"leaves", count[kTagLeaf]});
+  st.nodes.push_back({"header_repairs", header_repairs()});
+  return st;
+}
+
+template <typename Ops>
+Status PersistentRadixTree<Ops>::visit_blocks(BlockVisitor& visitor) {
+  std::shared_lock lock(mu_);
+  return Walk(*RootSlot(*pool_), [&](uint64_t w) { return visitor.visit(ChildOffset(w)); });
+}
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_WALK_H_
