@@ -41,6 +41,7 @@ enum class Outcome : uint8_t {
 struct WriteResult {
   Outcome outcome;
   bool now_empty = false;  // a remove left the leaf without live entries
+  uint32_t live = UINT32_MAX;  // live entries the write left (UINT32_MAX: not reported)
 };
 
 // Relaxed atomic loads and stores for fields that optimistic readers read while a writer may

@@ -168,7 +168,7 @@ struct NVTreeLayout {
       ++l->live;
     }
     version::Unlock(&l->version, true);
-    return {Outcome::kDone, l->live == 0};
+    return {Outcome::kDone, l->live == 0, static_cast<uint32_t>(l->live)};
   }
 
   // Resets volatile fields and checks the commit word.

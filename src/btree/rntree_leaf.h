@@ -343,7 +343,7 @@ struct RNTreeLayout {
     s.count = static_cast<uint8_t>(m);
     CommitSlots(l, s);
     version::Unlock(&l->version, !kDual);
-    return {Outcome::kDone, m == 0};
+    return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 
   static Status Recover(Leaf* l) {

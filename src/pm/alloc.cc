@@ -138,6 +138,20 @@ Status Allocator::refill(int cls, ThreadCache& cache) {
     }
     out.push_back(chunk_start(cs.bump_chunk) + uint64_t{cs.bump_next++} * block);
   }
+  // No chunk left: a free block of a larger class serves (it stays in its own class).
+  for (size_t larger = cls + 1; out.empty() && larger < kNumSizeClasses; ++larger) {
+    if (!cache.blocks[larger].empty()) {  // this thread's own, freed lately
+      out.push_back(cache.blocks[larger].back());
+      cache.blocks[larger].pop_back();
+      break;
+    }
+    ClassState& ls = classes_[larger];
+    std::lock_guard<std::mutex> larger_lock(ls.mu);
+    if (!ls.free.empty()) {
+      out.push_back(ls.free.back());
+      ls.free.pop_back();
+    }
+  }
   if (out.empty()) {
     return Status::OutOfSpace("pool full: no free 256 KiB chunk left for a " +
                               std::to_string(block) + "-byte block (" +
@@ -165,7 +179,9 @@ Result<uint64_t> Allocator::allocate(size_t size, bool zero) {
     classes_[cls].free.insert(classes_[cls].free.end(), blocks.begin(), blocks.end());
   }
   if (zero) std::memset(base_ + off, 0, kSizeClasses[cls]);
-  allocated_bytes_.fetch_add(kSizeClasses[cls], std::memory_order_relaxed);
+  // The block's own class (a larger one when refill fell back to it), as free() counts it.
+  const uint64_t e = __atomic_load_n(&table_[chunk_of(off)], __ATOMIC_RELAXED);
+  allocated_bytes_.fetch_add(kSizeClasses[EntryClass(e)], std::memory_order_relaxed);
   return off;
 }
 
@@ -297,6 +313,19 @@ void Allocator::reclaim() {
     retired_.erase(keep, retired_.end());
   }
   for (uint64_t off : ready) free(off);
+}
+
+bool Allocator::reclaim_now() {
+  size_t before;
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    before = retired_.size();
+  }
+  if (before == 0) return false;
+  // Each reclaim() advances the epoch by at most one; a block needs two advances.
+  for (int i = 0; i < 3; ++i) reclaim();
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  return retired_.size() < before;
 }
 
 // ---- recovery ----

@@ -119,6 +119,25 @@ bool PFTree::lookup(std::string_view key, std::string* value) {
 }
 
 Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
+  if (op != Op::kRemove && reserve_.load(std::memory_order_relaxed) == 0 && root() != nullptr) {
+    Result<uint64_t> block = alloc_->allocate(kMaxLeafBlock);
+    uint64_t none = 0;
+    if (block.ok() && !reserve_.compare_exchange_strong(none, *block)) alloc_->free(*block);
+  }
+  for (;;) {
+    Status s = WriteOnce(key, value, op);
+    if (!s.IsOutOfSpace()) return s;
+    // Leaf arrays replaced earlier may wait for their grace period (this thread has left its
+    // guard, so its own count too); failing that, the reserve block is given back to the
+    // allocator, whose larger-class fallback serves any leaf array from it.
+    if (Epoch::Get().Collect() > 0) continue;
+    const uint64_t spare = reserve_.exchange(0);
+    if (spare == 0) return s;
+    alloc_->free(spare);
+  }
+}
+
+Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
   if (key.empty() || key.size() > kMaxKeySize)
     return Status::InvalidArgument("pftree: key must be 1..511 bytes");
   if (value.size() > kMaxValueSize)
@@ -388,6 +407,12 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
   if (e - b == 1 || (e - b <= kRebuildMaxEntries && bytes <= kRebuildMaxBytes)) {
     size_t block = LeafBlockSizeFor(bytes);
     Result<uint64_t> off = alloc_->allocate(block);
+    if (off.status().IsOutOfSpace() && bytes + kLeafHeaderSize < block) {
+      // A full pool: the tightest block that holds the items (a rebuild after removals then
+      // fits in the space they freed), without the room for appends.
+      off = alloc_->allocate(std::max(bytes + kLeafHeaderSize, kMinLeafBlock));
+      if (off.ok()) block = std::min(alloc_->block_size(*off), kMaxLeafBlock);
+    }
     if (!off.ok()) return off.status();
     allocated->push_back(*off);
     WriteLeaf(pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, how);

@@ -81,6 +81,7 @@ class PFTree final : public Index, private Reclaimer {
     return reinterpret_cast<T*>(base_ + RefOffset(ref));
   }
   Status Write(std::string_view key, std::string_view value, Op op);
+  Status WriteOnce(std::string_view key, std::string_view value, Op op);
   Attempt WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf, std::string_view key,
                     std::string_view value, uint8_t fp, Op op);
   Attempt AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, InnerHeader* node, size_t pos,
@@ -125,6 +126,10 @@ class PFTree final : public Index, private Reclaimer {
   std::mutex root_mu_;
   uint32_t gen_ = 0;
   bool recovered_ = false;  // DRAM metadata valid for every reachable leaf
+  // A free kMaxLeafBlock block set aside while the pool has room (0: none), released to the
+  // allocator when a write meets OutOfSpace, so a full pool can still rebuild a leaf array
+  // whose removed entries make room. Never linked: a crash leaves it to the allocator rebuild.
+  std::atomic<uint64_t> reserve_{0};
 };
 
 }  // namespace pmindex::pftree

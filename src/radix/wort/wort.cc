@@ -282,8 +282,31 @@ Status Wort::remove(std::string_view key) {
   }
   const uint64_t leaf_word = *slot;
   std::vector<uint64_t> freed;
-  for (size_t i = first_freed; i < nodes; ++i) freed.push_back(*path[i]);
-  CommitWord(unlink, 0);
+  uint64_t replacement = 0;
+  if (first_freed == nodes && nodes > 0) {
+    // The leaf's node keeps one other child: if that is a leaf, it takes the node's place
+    // (lookups compare whole keys at a leaf, so a leaf may hang at any depth) and the node
+    // is freed. One 8-byte store removes the key and the node together; without this, a
+    // node emptied down to one leaf would hold its block until the pool is rebuilt.
+    const WortNode* n = node(*path[nodes - 1]);
+    unsigned used = 0;
+    uint64_t other = 0;
+    auto count = [&](uint64_t w, const uint64_t* s) {
+      if (w == 0) return;
+      ++used;
+      if (s != slot) other = w;
+    };
+    count(n->end, &n->end);
+    for (unsigned c = 0; c < WortNode::kFanout; ++c) count(n->child[c], &n->child[c]);
+    if (used == 2 && IsLeafChild(other)) {
+      --first_freed;
+      unlink = path[first_freed];
+      replacement = other;
+      freed.push_back(*unlink);
+    }
+  }
+  for (size_t i = first_freed + !freed.empty(); i < nodes; ++i) freed.push_back(*path[i]);
+  CommitWord(unlink, replacement);
   pool_->allocator().free(ChildOffset(leaf_word));
   for (uint64_t w : freed) pool_->allocator().free(ChildOffset(w));
   return Status::OK();
