@@ -148,8 +148,7 @@ struct RNTreeLayout {
   // True if what the reader read since ReadLine was one state of the line.
   static bool LineStable(const Leaf* l, uint64_t stamp) {
     if constexpr (kDual) {
-      std::atomic_thread_fence(std::memory_order_acquire);
-      return Load(l->ds_seq) == stamp;
+      return pm::ReadAgain(&l->ds_seq) == stamp;
     } else {
       return true;  // the caller validates the leaf version
     }
@@ -264,8 +263,7 @@ struct RNTreeLayout {
     Store(l->cur, target);
     Store(l->plogs, l->plogs + 1);
     if constexpr (kDual) {  // readers see it only now that it is durable
-      Store(l->ds_seq, l->ds_seq + 1);
-      std::atomic_thread_fence(std::memory_order_release);
+      pm::WriterBegin(&l->ds_seq, l->ds_seq + 1);
       Publish(&l->transient, s);
       StoreRelease(l->ds_seq, l->ds_seq + 1);
     }
