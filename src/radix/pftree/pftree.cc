@@ -7,6 +7,7 @@
 
 #include "pm/mutant.h"
 #include "pm/persist.h"
+#include "pm/pool_format.h"
 #include "radix/pftree/version_lock.h"
 
 namespace pmindex::pftree {
@@ -31,8 +32,15 @@ PFTree::~PFTree() { close(); }
 Result<std::unique_ptr<Index>> PFTree::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   std::unique_ptr<PFTree> tree(new PFTree(std::move(pool)));
   Pool* p = tree->pool_.get();
-  if (p->root() != 0) {
-    tree->root_.store(p->at<InnerHeader>(p->root()));
+  if (const uint64_t r = p->root(); r != 0) {
+    // The root is a Node256 block: a damaged root word is refused before anything (recovery,
+    // teardown) follows it.
+    if (r % 64 != 0 || r < pm::kHeaderSize || !p->contains(p->base() + r, sizeof(Node256)) ||
+        p->at<InnerHeader>(r)->type != static_cast<uint8_t>(NodeType::kNode256)) {
+      return Status::Corruption(p->path() + ": pftree root offset " + std::to_string(r) +
+                                " is not a root node");
+    }
+    tree->root_.store(p->at<InnerHeader>(r));
   } else if (fresh) {
     Result<InnerHeader*> root = tree->EnsureRoot();
     if (!root.ok()) return root.status().WithContext(p->path());
