@@ -263,9 +263,10 @@ struct RNTreeLayout {
     Store(l->cur, target);
     Store(l->plogs, l->plogs + 1);
     if constexpr (kDual) {  // readers see it only now that it is durable
-      pm::WriterBegin(&l->ds_seq, l->ds_seq + 1);
+      const uint32_t seq = Load(l->ds_seq);  // atomic: validating readers RMW it (TSan)
+      pm::WriterBegin(&l->ds_seq, seq + 1);
       Publish(&l->transient, s);
-      StoreRelease(l->ds_seq, l->ds_seq + 1);
+      StoreRelease(l->ds_seq, seq + 2);
     }
   }
 
