@@ -210,9 +210,13 @@ Status Allocator::allocate_bulk(size_t size, size_t n, uint64_t* out, bool zero)
 }
 
 size_t Allocator::block_size(uint64_t offset) const {
+  // Offsets may come from a damaged pool (verify()): outside the chunks there is no block.
+  if (offset < data_offset_ || offset - data_offset_ >= chunk_count_ * kChunkSize) return 0;
   const uint64_t e = __atomic_load_n(&table_[chunk_of(offset)], __ATOMIC_ACQUIRE);
-  if (EntryState(e) == ChunkState::kSmall) return kSizeClasses[EntryClass(e)];
-  return EntrySpan(e) * kChunkSize;
+  if (EntryState(e) == ChunkState::kSmall) {
+    return EntryClass(e) < kNumSizeClasses ? kSizeClasses[EntryClass(e)] : 0;
+  }
+  return EntryState(e) == ChunkState::kLargeHead ? EntrySpan(e) * kChunkSize : 0;
 }
 
 void Allocator::free(uint64_t offset) {

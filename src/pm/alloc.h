@@ -89,7 +89,8 @@ class Allocator {
   Status allocate_bulk(size_t size, size_t n, uint64_t* out, bool zero = false);
   // Returns a block to the free state at once. Only when no other thread can reach it.
   void free(uint64_t offset);
-  // The usable size of the block at `offset` (its class size, or its span for large blocks).
+  // The usable size of the block at `offset` (its class size, or its span for large blocks);
+  // 0 if `offset` lies in no carved chunk.
   size_t block_size(uint64_t offset) const;
 
   // Epoch-based reclamation for blocks concurrent readers may hold.
