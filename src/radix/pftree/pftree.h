@@ -115,7 +115,7 @@ class PFTree final : public Index, private Reclaimer {
   Status RecoverNode(uint64_t ref, size_t depth);
   Status VisitNode(uint64_t ref, BlockVisitor& visitor);
   void StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]);
-  void FreeAuxNode(uint64_t ref);
+  void FreeAuxNode(uint64_t ref, size_t depth = 0);
 
   std::unique_ptr<Pool> pool_;
   char* base_ = nullptr;

@@ -332,6 +332,10 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
   const uint64_t off = RefOffset(ref);
   if (off == 0 || off % 64 != 0 || !pool_->contains(base_ + off, kLeafHeaderSize))
     return Status::Corruption("pftree: reference " + std::to_string(ref) + " outside the pool");
+  // Every level consumes a key byte: deeper than the longest key is a cycle in a damaged tree.
+  if (depth > kMaxKeySize + 1)
+    return Status::Corruption("pftree: node at offset " + std::to_string(off) +
+                              " deeper than any key (a reference cycle)");
   if (IsLeafRef(ref)) {
     auto* leaf = at<LeafHeader>(ref);
     if (leaf->type != static_cast<uint8_t>(NodeType::kLeafArray) ||
@@ -354,6 +358,9 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
     return Status::Corruption("pftree: bad inner node at offset " + std::to_string(off));
   uint64_t term = LoadRef(&node->term);
   if (term != 0) {
+    if (!IsLeafRef(term))  // a term is always a leaf array; an inner one could form a cycle
+      return Status::Corruption("pftree: term child of node at offset " + std::to_string(off) +
+                                " is not a leaf array");
     Status s = RecoverNode(term, depth);
     if (!s.ok()) return s;
   }
@@ -375,7 +382,12 @@ Status PFTree::recover() {
   return Status::OK();
 }
 
-void PFTree::FreeAuxNode(uint64_t ref) {
+void PFTree::FreeAuxNode(uint64_t ref, size_t depth) {
+  // After a failed recovery this walks a damaged tree: what recovery refused is not followed.
+  const uint64_t off = RefOffset(ref);
+  if (off == 0 || off % 64 != 0 || !pool_->contains(base_ + off, kLeafHeaderSize) ||
+      depth > kMaxKeySize + 1)
+    return;
   if (IsLeafRef(ref)) {
     auto* leaf = at<LeafHeader>(ref);
     if (leaf->aux_gen == gen_ && leaf->aux != 0) FreeAux(AuxOf(leaf));
@@ -387,9 +399,10 @@ void PFTree::FreeAuxNode(uint64_t ref) {
   if (node->type < static_cast<uint8_t>(NodeType::kNode4) ||
       node->type > static_cast<uint8_t>(NodeType::kNode256))
     return;
+  if (!pool_->contains(node, FixedSize(static_cast<NodeType>(node->type)))) return;
   uint64_t term = LoadRef(&node->term);
-  if (term != 0) FreeAuxNode(term);
-  for (auto& [b, child] : LiveChildren(node)) FreeAuxNode(child);
+  if (term != 0) FreeAuxNode(term, depth + 1);
+  for (auto& [b, child] : LiveChildren(node)) FreeAuxNode(child, depth + 1);
 }
 
 Status PFTree::close() {
