@@ -12,7 +12,7 @@
 // stream for a given seed and thread count.
 //
 // Measured phase: every worker calls pm::drain_media() before the start barrier and after
-// its last operation, and per-op counts are deltas of pm::counters() around the phase, so
+// its last operation, and per-op counts are deltas of the pool's counters (Pool::counters) around the phase, so
 // the preload is never counted and buffered XPLines are charged to the phase that wrote them.
 //
 // Thread safety: RunBench is not reentrant (it sets the process-wide persistence mode).

@@ -31,7 +31,13 @@ echo "== TSan build (concurrent tests)"
 build build-tsan -DPMINDEX_SANITIZE=thread
 tsan_tests=$(cd build-tsan && ctest -N -L tsan | sed -n 's/^ *Test *#[0-9]*: *//p')
 if [ -n "$tsan_tests" ]; then
-  ninja -C build-tsan -j"$jobs" $tsan_tests
+  # A fence TSan ignores would make the stage prove less than it seems: fail on its warning
+  # (CMake also turns GCC's -Wtsan into an error; this catches compilers without the flag).
+  ninja -C build-tsan -j"$jobs" $tsan_tests 2>&1 | tee build-tsan/ninja.log
+  if grep -E "atomic_thread_fence.*(not supported|sanitize=thread)|-Wtsan" build-tsan/ninja.log; then
+    echo "TSan build: atomic_thread_fence is not modelled by TSan (see src/pm/seqlock.h)" >&2
+    exit 1
+  fi
   echo "== TSan tests"
   (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest -L tsan -j"$jobs" --output-on-failure --timeout 1200)

@@ -1,4 +1,4 @@
-// ns per pm::persist of one random cache line of a 1 GiB pool in /dev/shm, per persistence
+// ns per PersistContext::persist of one random cache line of a 1 GiB pool in /dev/shm, per persistence
 // mode, and what the seam's counting costs. Each iteration stores 8 bytes into a random
 // line (so the flush has a dirty line to write back) and persists it.
 //

@@ -188,7 +188,7 @@ struct FPTreeLayout {
     Store(l->bitmap, bitmap);  // commit: one 8-byte store
     pc.persist(&l->bitmap, 8);
     version::Unlock(&l->version, true);
-    return {Outcome::kDone, bitmap == 0};
+    return {Outcome::kDone, bitmap == 0, static_cast<uint32_t>(__builtin_popcountll(bitmap))};
   }
 
   static Status Recover(pm::PersistContext& pc, Leaf* l) {

@@ -18,8 +18,16 @@
 // Crash argument: before step 2's store reaches media the chain is the old one and the new
 // leaves are unreachable (the allocator's rebuild frees them: the interrupted split rolls
 // back); after it, the chain holds the new leaves, durable since step 1. Removing an empty
-// leaf is the same with zero new leaves (the predecessor's next skips it). So a split costs
-// 2 fences including the insert that caused it, and recovery has no split to finish.
+// leaf is the same with zero new leaves (the predecessor's next skips it), merging two
+// underfull neighbours the same with one new leaf for two old ones. So a split costs 2
+// fences including the insert that caused it, and recovery has no split to finish.
+//
+// Space reuse: a remove that leaves a leaf at most half full merges it with its right
+// neighbour when both fit three quarters of a leaf, which frees a leaf block; a full log is
+// compacted into one leaf instead of split when no second block is free; and the tree keeps
+// one spare leaf block (reserve_) for a compaction or merge in a full pool, so a remove never
+// fails for want of space (NV-Tree's remove appends to a full log by compacting it into the
+// reserve: the same copy-on-write replacement, crash-safe for the same reason).
 //
 // Recovery walks the chain from the head, lets the layout repair and reset each leaf (volatile
 // fields, interrupted slot-array writes), checks that low keys increase, and bulk-loads the
@@ -34,6 +42,7 @@
 #define PMINDEX_BTREE_HYBRID_TREE_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -219,6 +228,15 @@ class HybridTree final : public Index {
   // Called with `leaf` locked and full. False: retry (leaf unlocked). True: *out is final.
   bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
   void try_unlink_empty(Leaf* leaf);
+  // Replaces `leaf` and its right neighbour by one leaf when together they fill at most
+  // kMergeUpTo entries (best effort: gives up on any contended lock).
+  void try_merge(Leaf* leaf);
+  // Merging after removals keeps leaves at least ~half full, so deleted keys give their leaf
+  // blocks back; the gap to the split point keeps a merged leaf from splitting right away.
+  static constexpr size_t kMergeBelow = kCap / 2;      // a remove left at most this many
+  static constexpr size_t kMergeUpTo = kCap * 3 / 4;  // both leaves' entries together
+  // Sets a leaf block aside if none is (best effort): a full pool can still compact a leaf.
+  void ensure_reserve();
   // Locks the predecessor of locked `leaf` (nullptr for the head). False if it cannot now.
   bool lock_pred(Leaf* leaf, Leaf** pred);
   void retire(Leaf* leaf) {
@@ -236,6 +254,9 @@ class HybridTree final : public Index {
   InnerTree inner_;
   std::shared_mutex rw_;     // only for !kConcurrent layouts
   std::mutex first_leaf_mu_;  // creation of the first leaf
+  // A free leaf block that only a compaction in a full pool may use (0: none). Never linked
+  // while it is here, so a crash leaves it unreachable: the allocator rebuild frees it.
+  std::atomic<uint64_t> reserve_{0};
 };
 
 // ---------------------------------------------------------------------------------------
@@ -252,12 +273,18 @@ Status HybridTree<Layout>::write(Op op, std::string_view key, std::string_view v
   const uint64_t k = IntKey::Decode(key);
   uint64_t v = 0;
   if (op != Op::kRemove) std::memcpy(&v, value.data(), 8);
-  if constexpr (kConcurrent) {
-    auto guard = pool_->allocator().epoch_guard();
-    return write_locked(op, k, v);
-  } else {
-    std::unique_lock<std::shared_mutex> lock(rw_);
-    return write_locked(op, k, v);
+  for (;;) {
+    Status s;
+    if constexpr (kConcurrent) {
+      auto guard = pool_->allocator().epoch_guard();
+      s = write_locked(op, k, v);
+    } else {
+      std::unique_lock<std::shared_mutex> lock(rw_);
+      s = write_locked(op, k, v);
+    }
+    // Leaves replaced earlier may still wait for their grace period: free them (outside
+    // the guard, so this thread's own retirements count too) and try again.
+    if (!s.IsOutOfSpace() || !pool_->allocator().reclaim_now()) return s;
   }
 }
 
@@ -276,7 +303,11 @@ Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
     const WriteResult r = Layout::Write(*pc_, leaf, op, k, v);
     switch (r.outcome) {
       case Outcome::kDone:
-        if (r.now_empty) try_unlink_empty(leaf);
+        if (r.now_empty) {
+          try_unlink_empty(leaf);
+        } else if (op == Op::kRemove && r.live <= kMergeBelow) {
+          try_merge(leaf);
+        }
         return Status::OK();
       case Outcome::kExists:
         return Status::AlreadyExists();
@@ -431,10 +462,22 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
     version::Unlock(&leaf->version, false);
     return false;
   }
-  // Two leaves when more than half full, else one (compaction of an append-only log).
-  const size_t parts = n > kCap / 2 ? 2 : 1;
+  // Two leaves when more than half full, else one (compaction of an append-only log). A
+  // removal never splits, and in a full pool entries that fit one leaf are compacted into
+  // one, the reserve block standing in when no block is free: so deletes give room back.
+  size_t parts = n > kCap / 2 && op != Op::kRemove ? 2 : 1;
   uint64_t blocks[2];
-  if (Status s = pool_->allocator().allocate_bulk(sizeof(Leaf), parts, blocks); !s.ok()) {
+  if (op != Op::kRemove) ensure_reserve();
+  Status s = pool_->allocator().allocate_bulk(sizeof(Leaf), parts, blocks);
+  if (s.IsOutOfSpace() && parts == 2 && n < kCap) {
+    parts = 1;
+    s = pool_->allocator().allocate_bulk(sizeof(Leaf), 1, blocks);
+  }
+  if (s.IsOutOfSpace() && parts == 1) {
+    blocks[0] = reserve_.exchange(0, std::memory_order_acq_rel);
+    if (blocks[0] != 0) s = Status::OK();
+  }
+  if (!s.ok()) {
     if (pred != nullptr) version::Unlock(&pred->version, false);
     version::Unlock(&leaf->version, false);
     *out = s;
@@ -463,8 +506,20 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   version::RetireAndUnlock(&leaf->version);
   if (pred != nullptr) version::Unlock(&pred->version, false);
   retire(leaf);
+  if constexpr (!kConcurrent) ensure_reserve();  // the leaf just freed, if it was needed
   *out = Status::OK();
   return true;
+}
+
+template <typename Layout>
+void HybridTree<Layout>::ensure_reserve() {
+  if (reserve_.load(std::memory_order_relaxed) != 0) return;
+  Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
+  if (!block.ok()) return;
+  uint64_t none = 0;
+  if (!reserve_.compare_exchange_strong(none, *block, std::memory_order_acq_rel)) {
+    pool_->allocator().free(*block);  // another thread filled it first
+  }
 }
 
 template <typename Layout>
@@ -493,6 +548,66 @@ void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
   version::RetireAndUnlock(&leaf->version);
   version::Unlock(&pred->version, false);
   retire(leaf);
+}
+
+template <typename Layout>
+void HybridTree<Layout>::try_merge(Leaf* leaf) {
+  if (!version::Lock(&leaf->version)) return;
+  const uint64_t succ = Load(leaf->next);
+  Leaf* right = succ != 0 ? at(succ) : nullptr;
+  if (right == nullptr || !version::TryLock(&right->version)) {
+    version::Unlock(&leaf->version, false);
+    return;
+  }
+  Entry buf[2 * kCap];
+  const size_t nl = Layout::CollectSorted(leaf, 0, buf);
+  const size_t n = nl > kMergeBelow ? SIZE_MAX : nl + Layout::CollectSorted(right, 0, buf + nl);
+  Leaf* pred = nullptr;
+  if (n > kMergeUpTo || !lock_pred(leaf, &pred)) {
+    version::Unlock(&right->version, false);
+    version::Unlock(&leaf->version, false);
+    return;
+  }
+  uint32_t idx;
+  InnerTree::Node* parent = inner_.lock_parent(Load(leaf->low_key), leaf, false, &idx);
+  Result<uint64_t> block = Status::OutOfSpace("");
+  // Both must hang off one inner node (right's entry is removed from it).
+  if (idx + 1 <= parent->count.load(std::memory_order_relaxed) &&
+      parent->children[idx + 1].load(std::memory_order_relaxed) == right) {
+    block = pool_->allocator().allocate(sizeof(Leaf));
+    if (!block.ok()) {  // a full pool: the reserve serves, the merge frees two leaves
+      const uint64_t spare = reserve_.exchange(0, std::memory_order_acq_rel);
+      if (spare != 0) block = spare;
+    }
+  }
+  if (!block.ok()) {
+    InnerTree::unlock(parent);
+    if (pred != nullptr) version::Unlock(&pred->version, false);
+    version::Unlock(&right->version, false);
+    version::Unlock(&leaf->version, false);
+    return;
+  }
+  // Copy-on-write like replace(): the merged leaf is durable before one 8-byte store swings
+  // the chain past both old leaves (a crash before it leaves them linked, after it the
+  // merged one; the same keys either way).
+  const uint64_t after = Load(right->next);
+  Leaf* merged = at(*block);
+  Layout::Init(*pc_, merged, Load(leaf->low_key), after, buf, n);
+  pc_->fence();
+  uint64_t* link = pred != nullptr ? &pred->next : &root_->head;
+  StoreRelease(*link, *block);
+  pc_->persist(link, 8);  // commit point of the merge
+  set_prev(merged, pred);
+  if (after != 0) set_prev(at(after), merged);
+  InnerTree::replace_child(parent, idx, merged);
+  InnerTree::remove_child(parent, idx + 1);
+  InnerTree::unlock(parent);
+  version::RetireAndUnlock(&right->version);
+  version::RetireAndUnlock(&leaf->version);
+  if (pred != nullptr) version::Unlock(&pred->version, false);
+  retire(leaf);
+  retire(right);
+  if constexpr (!kConcurrent) ensure_reserve();
 }
 
 template <typename Layout>

@@ -40,7 +40,7 @@ inline bool Upgrade(InnerTree::Node* n, uint64_t v) {
   if (!n->version.compare_exchange_strong(v, v | version::kLocked, std::memory_order_acquire)) {
     return false;
   }
-  std::atomic_thread_fence(std::memory_order_release);
+  pm::WriterLocked();
   return true;
 }
 

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "pm/seqlock.h"
 #include "pmindex/status.h"
 
 namespace pmindex::btree {
@@ -55,8 +56,7 @@ class InnerTree {
   // (so a split that finished before its leaf read is noticed).
   void* find_leaf(uint64_t key, Node** parent, uint64_t* parent_version) const;
   static bool validate(const Node* n, uint64_t v) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return n->version.load(std::memory_order_relaxed) == v;
+    return pm::ReadAgain(&n->version) == v;
   }
 
   // Locks the level-1 node that holds `leaf` (whose low key is `low_key`; the caller holds the

@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "pm/seqlock.h"
+
 namespace pmindex::btree {
 
 struct Entry {
@@ -41,6 +43,7 @@ enum class Outcome : uint8_t {
 struct WriteResult {
   Outcome outcome;
   bool now_empty = false;  // a remove left the leaf without live entries
+  uint32_t live = UINT32_MAX;  // live entries the write left (UINT32_MAX: not reported)
 };
 
 // Relaxed atomic loads and stores for fields that optimistic readers read while a writer may
@@ -88,7 +91,7 @@ inline bool Lock(uint64_t* w) {
     }
     if (__atomic_compare_exchange_n(w, &v, v | kLocked, false, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
-      std::atomic_thread_fence(std::memory_order_release);  // seqlock writer order
+      pm::WriterLocked();  // seqlock writer order
       return true;
     }
   }
@@ -102,7 +105,7 @@ inline bool TryLock(uint64_t* w) {
                                    __ATOMIC_RELAXED)) {
     return false;
   }
-  std::atomic_thread_fence(std::memory_order_release);
+  pm::WriterLocked();
   return true;
 }
 
@@ -136,8 +139,7 @@ inline bool ReadBegin(const uint64_t* w, bool wait_for_writer, uint64_t* out) {
 // True if nothing a reader may have seen changed since ReadBegin returned `v`. Readers that
 // wait for writers also fail while a writer holds the lock (it may be mid-change).
 inline bool ReadValidate(const uint64_t* w, bool wait_for_writer, uint64_t v) {
-  std::atomic_thread_fence(std::memory_order_acquire);
-  const uint64_t now = __atomic_load_n(w, __ATOMIC_RELAXED);
+  const uint64_t now = pm::ReadAgain(w);
   return (wait_for_writer ? now : now & ~kLocked) == v;
 }
 

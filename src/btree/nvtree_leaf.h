@@ -28,6 +28,11 @@
 // entries below count are never written again (an entry is appended once); bits at or above
 // count may be left over from an append a crash cut short, so every append writes its bit.
 //
+// A remove that finds the log full cannot append its tombstone: the tree compacts the leaf
+// into a new one without the key instead (hybrid_tree.h replace(), from its reserve block
+// when the pool is full). Crash-safe like a split: the compacted leaf is durable before one
+// 8-byte store links it in place of the old, so a crash leaves the key present or removed.
+//
 // Thread safety: none of its own (a single-writer design): the tree guards it with a
 // reader-writer lock.
 #ifndef PMINDEX_BTREE_NVTREE_LEAF_H_
@@ -168,7 +173,7 @@ struct NVTreeLayout {
       ++l->live;
     }
     version::Unlock(&l->version, true);
-    return {Outcome::kDone, l->live == 0};
+    return {Outcome::kDone, l->live == 0, static_cast<uint32_t>(l->live)};
   }
 
   // Resets volatile fields and checks the commit word.

@@ -148,8 +148,7 @@ struct RNTreeLayout {
   // True if what the reader read since ReadLine was one state of the line.
   static bool LineStable(const Leaf* l, uint64_t stamp) {
     if constexpr (kDual) {
-      std::atomic_thread_fence(std::memory_order_acquire);
-      return Load(l->ds_seq) == stamp;
+      return pm::ReadAgain(&l->ds_seq) == stamp;
     } else {
       return true;  // the caller validates the leaf version
     }
@@ -264,10 +263,10 @@ struct RNTreeLayout {
     Store(l->cur, target);
     Store(l->plogs, l->plogs + 1);
     if constexpr (kDual) {  // readers see it only now that it is durable
-      Store(l->ds_seq, l->ds_seq + 1);
-      std::atomic_thread_fence(std::memory_order_release);
+      const uint32_t seq = Load(l->ds_seq);  // atomic: validating readers RMW it (TSan)
+      pm::WriterBegin(&l->ds_seq, seq + 1);
       Publish(&l->transient, s);
-      StoreRelease(l->ds_seq, l->ds_seq + 1);
+      StoreRelease(l->ds_seq, seq + 2);
     }
   }
 
@@ -343,7 +342,7 @@ struct RNTreeLayout {
     s.count = static_cast<uint8_t>(m);
     CommitSlots(pc, l, s);
     version::Unlock(&l->version, !kDual);
-    return {Outcome::kDone, m == 0};
+    return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 
   static Status Recover(pm::PersistContext& pc, Leaf* l) {

@@ -178,7 +178,7 @@ struct WBTreeLayout {
     }
     CommitSlots(pc, l, slots, bitmap);
     version::Unlock(&l->version, true);
-    return {Outcome::kDone, l->slots[0] == 0};
+    return {Outcome::kDone, l->slots[0] == 0, l->slots[0]};
   }
 
   // Rebuilds an invalid slot array from the bitmap; checks a valid one.

@@ -151,7 +151,7 @@ struct WBTreeSOLayout {
     l->slots = Make(idx, m);  // commit: one 8-byte store
     pc.persist(&l->slots, 8);
     version::Unlock(&l->version, true);
-    return {Outcome::kDone, m == 0};
+    return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 
   static Status Recover(pm::PersistContext& pc, Leaf* l) {

@@ -140,6 +140,20 @@ Status Allocator::refill(int cls, ThreadCache& cache) {
     }
     out.push_back(chunk_start(cs.bump_chunk) + uint64_t{cs.bump_next++} * block);
   }
+  // No chunk left: a free block of a larger class serves (it stays in its own class).
+  for (size_t larger = cls + 1; out.empty() && larger < kNumSizeClasses; ++larger) {
+    if (!cache.blocks[larger].empty()) {  // this thread's own, freed lately
+      out.push_back(cache.blocks[larger].back());
+      cache.blocks[larger].pop_back();
+      break;
+    }
+    ClassState& ls = classes_[larger];
+    std::lock_guard<std::mutex> larger_lock(ls.mu);
+    if (!ls.free.empty()) {
+      out.push_back(ls.free.back());
+      ls.free.pop_back();
+    }
+  }
   if (out.empty()) {
     return Status::OutOfSpace("pool full: no free 256 KiB chunk left for a " +
                               std::to_string(block) + "-byte block (" +
@@ -167,7 +181,9 @@ Result<uint64_t> Allocator::allocate(size_t size, bool zero) {
     classes_[cls].free.insert(classes_[cls].free.end(), blocks.begin(), blocks.end());
   }
   if (zero) std::memset(base_ + off, 0, kSizeClasses[cls]);
-  allocated_bytes_.fetch_add(kSizeClasses[cls], std::memory_order_relaxed);
+  // The block's own class (a larger one when refill fell back to it), as free() counts it.
+  const uint64_t e = __atomic_load_n(&table_[chunk_of(off)], __ATOMIC_RELAXED);
+  allocated_bytes_.fetch_add(kSizeClasses[EntryClass(e)], std::memory_order_relaxed);
   return off;
 }
 
@@ -196,10 +212,13 @@ Status Allocator::allocate_bulk(size_t size, size_t n, uint64_t* out, bool zero)
 }
 
 size_t Allocator::block_size(uint64_t offset) const {
-  if (offset < data_offset_ || chunk_of(offset) >= chunk_count_) return 0;  // not a block
+  // Offsets may come from a damaged pool (verify()): outside the chunks there is no block.
+  if (offset < data_offset_ || offset - data_offset_ >= chunk_count_ * kChunkSize) return 0;
   const uint64_t e = __atomic_load_n(&table_[chunk_of(offset)], __ATOMIC_ACQUIRE);
-  if (EntryState(e) == ChunkState::kSmall) return kSizeClasses[EntryClass(e)];
-  return EntrySpan(e) * kChunkSize;
+  if (EntryState(e) == ChunkState::kSmall) {
+    return EntryClass(e) < kNumSizeClasses ? kSizeClasses[EntryClass(e)] : 0;
+  }
+  return EntryState(e) == ChunkState::kLargeHead ? EntrySpan(e) * kChunkSize : 0;
 }
 
 void Allocator::free(uint64_t offset) {
@@ -300,6 +319,19 @@ void Allocator::reclaim() {
     retired_.erase(keep, retired_.end());
   }
   for (uint64_t off : ready) free(off);
+}
+
+bool Allocator::reclaim_now() {
+  size_t before;
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    before = retired_.size();
+  }
+  if (before == 0) return false;
+  // Each reclaim() advances the epoch by at most one; a block needs two advances.
+  for (int i = 0; i < 3; ++i) reclaim();
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  return retired_.size() < before;
 }
 
 // ---- recovery ----

@@ -17,7 +17,14 @@
 //
 // Blocks retired while concurrent readers may still hold them are freed through epochs:
 // a reader holds an EpochGuard while it may touch blocks; retire() frees a block once every
-// guard that was open when it was retired has closed.
+// guard that was open when it was retired has closed. Retired blocks are freed in batches;
+// an index that meets OutOfSpace calls reclaim_now() outside its guard and retries, so
+// nothing freed stays parked while the pool is full.
+//
+// Space reuse: a freed block returns to its size class. When a class has no free block and
+// no chunk can be carved, a free block of a larger class is handed out instead (it keeps its
+// class: freeing it returns it there), so space freed in one class serves smaller requests.
+// Each thread caches at most 2 x batch blocks per class that other threads do not see.
 //
 // Thread safety: all public functions are thread-safe, except rebuild(), which must run
 // alone (during open).
@@ -87,7 +94,7 @@ class Allocator {
   // Returns a block to the free state at once. Only when no other thread can reach it.
   void free(uint64_t offset);
   // The usable size of the block at `offset` (its class size, or its span for large blocks);
-  // 0 for an offset outside the chunks (0 = null included).
+  // 0 if `offset` lies in no carved chunk.
   size_t block_size(uint64_t offset) const;
 
   // Epoch-based reclamation for blocks concurrent readers may hold.
@@ -107,6 +114,10 @@ class Allocator {
   void retire(uint64_t offset);
   // Frees every retired block whose grace period has passed (called by retire() too).
   void reclaim();
+  // After an OutOfSpace: advances the epoch as far as the open guards allow and frees what
+  // that makes safe. Call it with no guard open in the calling thread (else blocks retired
+  // in its epoch stay retired). True if any block was freed (a retry may succeed).
+  bool reclaim_now();
 
   // Recovery: rebuilds the free state. `visit_all` must report every reachable block to the
   // visitor it is given. Blocks not reported become free; chunks with none are uncarved

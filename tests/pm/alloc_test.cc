@@ -256,5 +256,62 @@ TEST(Allocator, ConcurrentAllocateAndFree) {
   }
 }
 
+TEST(Allocator, BlockSizeOutsideTheChunksIsZero) {
+  // verify() asks for the block size of offsets read from a possibly damaged pool.
+  TempDir dir;
+  auto pool = MakePool(dir.file("p.pool"), 4 << 20);
+  Allocator& a = pool->allocator();
+  Result<uint64_t> b = a.allocate(100);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a.block_size(*b), 128u);
+  for (uint64_t off : {uint64_t{0}, uint64_t{64}, uint64_t{4096}, pool->size() - 64,
+                       pool->size() + 4096, ~uint64_t{0}}) {
+    EXPECT_EQ(a.block_size(off), 0u) << off;
+  }
+}
+
+TEST(Allocator, AFullPoolServesSmallRequestsFromLargerFreeBlocks) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("p.pool"), 4 << 20);
+  Allocator& a = pool->allocator();
+  std::vector<uint64_t> big;
+  for (;;) {
+    Result<uint64_t> r = a.allocate(1024);
+    if (!r.ok()) {
+      ASSERT_TRUE(r.status().IsOutOfSpace());
+      break;
+    }
+    big.push_back(*r);
+  }
+  ASSERT_FALSE(a.allocate(64).ok());  // no chunk left for the 64-byte class
+  a.free(big.back());
+  Result<uint64_t> small = a.allocate(64);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(*small, big.back());
+  EXPECT_EQ(a.block_size(*small), 1024u);  // it keeps its class
+  a.free(*small);
+  EXPECT_TRUE(a.allocate(1024).ok());
+}
+
+TEST(Allocator, ReclaimNowFreesRetiredBlocksOfAFullPool) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("p.pool"), 4 << 20);
+  Allocator& a = pool->allocator();
+  std::vector<uint64_t> blocks;
+  for (;;) {
+    Result<uint64_t> r = a.allocate(4096);
+    if (!r.ok()) break;
+    blocks.push_back(*r);
+  }
+  {
+    auto guard = a.epoch_guard();
+    a.retire(blocks.back());  // fewer than a batch: retire() does not reclaim by itself
+  }
+  EXPECT_FALSE(a.allocate(4096).ok());
+  EXPECT_TRUE(a.reclaim_now());
+  EXPECT_TRUE(a.allocate(4096).ok());
+  EXPECT_FALSE(a.reclaim_now());  // nothing left to reclaim
+}
+
 }  // namespace
 }  // namespace pmindex::pm

@@ -316,6 +316,30 @@ Status PersistentRadixTree<Ops>::remove(std::string_view key) {
     --top;
   }
   std::vector<uint64_t> freed;
+  if constexpr (Ops::kFixedFanout) {
+    // WORT never shrinks a node: one left with a single other child that is a leaf is
+    // replaced by that leaf (lookups compare whole keys at a leaf, so a leaf may hang at any
+    // depth). One 8-byte store removes the key and the node together; without it a node
+    // emptied down to one leaf would hold its block until the pool is rebuilt.
+    if (top == nodes && nodes > 0) {
+      const uint64_t nw = *path[nodes - 1].slot;
+      const RadixNodeBase* nb = base(nw);
+      uint64_t other = nb->end != leaf_word ? nb->end : 0;
+      unsigned used = nb->end != 0;
+      Ops::ForEachChild(*pool_, nw, 0, [&](uint8_t, uint64_t c) {
+        ++used;
+        if (c != leaf_word) other = c;
+        return true;
+      });
+      if (used == 2 && other != 0 && IsLeafChild(other)) {
+        freed.push_back(nw);
+        freed.push_back(leaf_word);
+        CommitWord(pc(), path[nodes - 1].slot, other);  // commit
+        for (uint64_t w : freed) pool_->allocator().free(ChildOffset(w));
+        return Status::OK();
+      }
+    }
+  }
   for (size_t i = top; i < nodes; ++i) freed.push_back(*path[i].slot);
   freed.push_back(leaf_word);
   if (top == 0) {

@@ -91,7 +91,7 @@ void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux) {
   retired_.resize(kept);
 }
 
-void Epoch::Collect() {
+size_t Epoch::Collect() {
   std::lock_guard<std::mutex> lock(retire_mu_);
   uint64_t min = MinAnnounced();
   size_t kept = 0;
@@ -102,7 +102,9 @@ void Epoch::Collect() {
       retired_[kept++] = it;
     }
   }
+  const size_t reclaimed = retired_.size() - kept;
   retired_.resize(kept);
+  return reclaimed;
 }
 
 void Epoch::Drain(Reclaimer* owner) {

@@ -13,6 +13,7 @@
 #define PMINDEX_RADIX_PFTREE_EPOCH_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -44,8 +45,8 @@ class Epoch {
   void Retire(Reclaimer* owner, uint64_t offset, void* aux);
   // Reclaims every item of `owner` now (caller guarantees quiescence).
   void Drain(Reclaimer* owner);
-  // Reclaims what is safe now.
-  void Collect();
+  // Reclaims what is safe now; returns how many items.
+  size_t Collect();
 
  private:
   struct alignas(64) Slot {

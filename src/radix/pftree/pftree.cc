@@ -7,6 +7,7 @@
 
 #include "pm/mutant.h"
 #include "pm/persist.h"
+#include "pm/pool_format.h"
 #include "radix/pftree/version_lock.h"
 
 namespace pmindex::pftree {
@@ -32,9 +33,12 @@ Result<std::unique_ptr<Index>> PFTree::Attach(std::unique_ptr<Pool> pool, bool f
   std::unique_ptr<PFTree> tree(new PFTree(std::move(pool)));
   Pool* p = tree->pool_.get();
   if (const uint64_t r = p->root(); r != 0) {
-    if (r < 4096 || r % 64 != 0 || r >= p->size() || p->size() - r < sizeof(Node256)) {
+    // The root is a Node256 block: a damaged root word is refused before anything (recovery,
+    // teardown) follows it.
+    if (r % 64 != 0 || r < pm::kHeaderSize || !p->contains(p->base() + r, sizeof(Node256)) ||
+        p->at<InnerHeader>(r)->type != static_cast<uint8_t>(NodeType::kNode256)) {
       return Status::Corruption(p->path() + ": pftree root offset " + std::to_string(r) +
-                                " outside the pool");
+                                " is not a root node");
     }
     tree->root_.store(p->at<InnerHeader>(r));
   } else if (fresh) {
@@ -131,6 +135,25 @@ Status PFTree::lookup(std::string_view key, std::string* value) {
 }
 
 Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
+  if (op != Op::kRemove && reserve_.load(std::memory_order_relaxed) == 0 && root() != nullptr) {
+    Result<uint64_t> block = alloc_->allocate(kMaxLeafBlock);
+    uint64_t none = 0;
+    if (block.ok() && !reserve_.compare_exchange_strong(none, *block)) alloc_->free(*block);
+  }
+  for (;;) {
+    Status s = WriteOnce(key, value, op);
+    if (!s.IsOutOfSpace()) return s;
+    // Leaf arrays replaced earlier may wait for their grace period (this thread has left its
+    // guard, so its own count too); failing that, the reserve block is given back to the
+    // allocator, whose larger-class fallback serves any leaf array from it.
+    if (Epoch::Get().Collect() > 0) continue;
+    const uint64_t spare = reserve_.exchange(0);
+    if (spare == 0) return s;
+    alloc_->free(spare);
+  }
+}
+
+Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
   if (key.empty() || key.size() > kMaxKeySize)
     return Status::InvalidArgument("pftree: key must be 1..511 bytes");
   if (value.size() > kMaxValueSize)
@@ -400,6 +423,12 @@ Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, si
   if (e - b == 1 || (e - b <= kRebuildMaxEntries && bytes <= kRebuildMaxBytes)) {
     size_t block = LeafBlockSizeFor(bytes);
     Result<uint64_t> off = alloc_->allocate(block);
+    if (off.status().IsOutOfSpace() && bytes + kLeafHeaderSize < block) {
+      // A full pool: the tightest block that holds the items (a rebuild after removals then
+      // fits in the space they freed), without the room for appends.
+      off = alloc_->allocate(std::max(bytes + kLeafHeaderSize, kMinLeafBlock));
+      if (off.ok()) block = std::min(alloc_->block_size(*off), kMaxLeafBlock);
+    }
     if (!off.ok()) return off.status();
     allocated->push_back(*off);
     WriteLeaf(pc(), pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, how);

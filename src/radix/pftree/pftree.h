@@ -83,6 +83,7 @@ class PFTree final : public Index, private Reclaimer {
     return reinterpret_cast<T*>(base_ + RefOffset(ref));
   }
   Status Write(std::string_view key, std::string_view value, Op op);
+  Status WriteOnce(std::string_view key, std::string_view value, Op op);
   Attempt WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf, std::string_view key,
                     std::string_view value, uint8_t fp, Op op);
   Attempt AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, InnerHeader* node, size_t pos,
@@ -116,7 +117,7 @@ class PFTree final : public Index, private Reclaimer {
   Status RecoverNode(uint64_t ref, size_t depth);
   Status VisitNode(uint64_t ref, BlockVisitor& visitor);
   void StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]);
-  void FreeAuxNode(uint64_t ref);
+  void FreeAuxNode(uint64_t ref, size_t depth = 0);
 
   std::unique_ptr<Pool> pool_;
   char* base_ = nullptr;
@@ -132,6 +133,10 @@ class PFTree final : public Index, private Reclaimer {
   // teardown frees exactly these instead; once recovery succeeds the tree owns them.
   std::vector<LeafAux*> recovery_aux_;
   void FreeRecoveryAux();
+  // A free kMaxLeafBlock block set aside while the pool has room (0: none), released to the
+  // allocator when a write meets OutOfSpace, so a full pool can still rebuild a leaf array
+  // whose removed entries make room. Never linked: a crash leaves it to the allocator rebuild.
+  std::atomic<uint64_t> reserve_{0};
 };
 
 }  // namespace pmindex::pftree

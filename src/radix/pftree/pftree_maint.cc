@@ -391,7 +391,12 @@ void PFTree::FreeRecoveryAux() {
   recovery_aux_.clear();
 }
 
-void PFTree::FreeAuxNode(uint64_t ref) {
+void PFTree::FreeAuxNode(uint64_t ref, size_t depth) {
+  // After a failed recovery this walks a damaged tree: what recovery refused is not followed.
+  const uint64_t off = RefOffset(ref);
+  if (off == 0 || off % 64 != 0 || !pool_->contains(base_ + off, kLeafHeaderSize) ||
+      depth > kMaxKeySize + 1)
+    return;
   if (IsLeafRef(ref)) {
     auto* leaf = at<LeafHeader>(ref);
     if (leaf->aux_gen == gen_ && leaf->aux != 0) FreeAux(AuxOf(leaf));
@@ -403,9 +408,10 @@ void PFTree::FreeAuxNode(uint64_t ref) {
   if (node->type < static_cast<uint8_t>(NodeType::kNode4) ||
       node->type > static_cast<uint8_t>(NodeType::kNode256))
     return;
+  if (!pool_->contains(node, FixedSize(static_cast<NodeType>(node->type)))) return;
   uint64_t term = LoadRef(&node->term);
-  if (term != 0) FreeAuxNode(term);
-  for (auto& [b, child] : LiveChildren(node)) FreeAuxNode(child);
+  if (term != 0) FreeAuxNode(term, depth + 1);
+  for (auto& [b, child] : LiveChildren(node)) FreeAuxNode(child, depth + 1);
 }
 
 Status PFTree::close() {

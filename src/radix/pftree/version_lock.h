@@ -25,6 +25,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "pm/seqlock.h"
+
 namespace pmindex::pftree {
 
 class VersionLock {
@@ -51,8 +53,7 @@ class VersionLock {
   }
   // True if no writer changed the node since ReadBegin returned `version`.
   static bool ReadValidate(uint64_t* word, uint64_t version) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return std::atomic_ref<uint64_t>(*word).load(std::memory_order_relaxed) == version;
+    return pm::ReadAgain(word) == version;
   }
   // True if the node is obsolete now (for readers that found nothing).
   static bool IsObsolete(uint64_t* word, uint32_t gen) {
