@@ -15,6 +15,7 @@
 
 #include "crashtest/campaign.h"
 #include "crashtest/scenarios.h"
+#include "pm/mutant.h"
 #include "pmindex/index.h"
 #include "tools/command.h"
 
@@ -108,6 +109,13 @@ int RunCrashtest(const CrashtestArgs& a) {
                    name.c_str());
       return kExitUsage;
     }
+  }
+  if (!a.mutant.empty() && !pm::kMutantsCompiled) {
+    std::fprintf(stderr,
+                 "pmindex crashtest: --mutant %s: this build has no mutants (configure with "
+                 "-DPMINDEX_MUTANTS=ON)\n",
+                 a.mutant.c_str());
+    return kExitUsage;
   }
   if (a.model != "adr" && a.model != "kill" && a.model != "both") {
     std::fprintf(stderr, "pmindex crashtest: --model must be adr, kill or both\n");

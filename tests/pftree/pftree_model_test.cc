@@ -66,7 +66,7 @@ void RunOps(Index& index, std::map<std::string, std::string>& model, KeySource& 
       default: {
         std::string got;
         ASSERT_EQ(index.lookup(k, &got), present);
-        if (present) ASSERT_EQ(got, model[k]);
+        if (present) { ASSERT_EQ(got, model[k]); }
         // A short scan from k agrees with the model.
         auto it = model.lower_bound(k);
         index.scan(k, 5, [&](std::string_view sk, std::string_view sv) {
@@ -109,7 +109,7 @@ TEST_P(PFTreeModelTest, MatchesStdMap) {
   // (uniform keys spread over all 256 and stay below the split size), inner nodes below it.
   uint64_t inner = 0, leaves = 0;
   for (auto& [name, count] : index->stats().nodes) (name == "leaf_arrays" ? leaves : inner) += count;
-  if (shape != Shape::kSparse && shape != Shape::kRandomBytes) EXPECT_GT(inner, 1u);
+  if (shape != Shape::kSparse && shape != Shape::kRandomBytes) { EXPECT_GT(inner, 1u); }
   EXPECT_GT(leaves, 8u);
   // Recovery through close + reopen rebuilds the DRAM metadata.
   ASSERT_TRUE(index->close().ok());
@@ -239,7 +239,7 @@ TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
       default:
         if (index->remove(k).ok()) model.erase(k);
     }
-    if (step % 3 == 0) ASSERT_NO_FATAL_FAILURE(check_scan());
+    if (step % 3 == 0) { ASSERT_NO_FATAL_FAILURE(check_scan()); }
     if (step % 200 == 0) {
       Status s = index->verify();
       ASSERT_TRUE(s.ok()) << "step " << step << ": " << s.ToString();

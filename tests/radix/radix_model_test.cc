@@ -122,7 +122,7 @@ class RadixModelTest : public ::testing::TestWithParam<std::tuple<std::string, K
         }
       } else {
         ASSERT_EQ(index_->lookup(key, &got), present);
-        if (present) ASSERT_EQ(got, model_[key]);
+        if (present) { ASSERT_EQ(got, model_[key]); }
       }
       if (verify_each_) {
         Status v = index_->verify();

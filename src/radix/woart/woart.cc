@@ -30,7 +30,8 @@ Woart::Woart(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {
   traits_ = Registration().traits;
 }
 
-Woart::~Woart() { close(); }
+// A destructor cannot report an error: users who need to see one call close() first.
+Woart::~Woart() { close().IgnoreError(); }
 
 Status Woart::close() {
   std::unique_lock lock(mu_);
@@ -59,8 +60,6 @@ IndexRegistration Woart::Registration() {
   r.params = "woart span=8 prefix=5";
   return r;
 }
-
-PMINDEX_REGISTER_INDEX(Woart::Registration());
 
 uint64_t* Woart::FindChild(uint64_t w, uint8_t b) const {
   return DispatchNode(*pool_, w, [b](auto* n) { return n->Find(b); });

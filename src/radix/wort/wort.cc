@@ -23,7 +23,8 @@ Wort::Wort(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {
   traits_ = Registration().traits;
 }
 
-Wort::~Wort() { close(); }
+// A destructor cannot report an error: users who need to see one call close() first.
+Wort::~Wort() { close().IgnoreError(); }
 
 Status Wort::close() {
   std::unique_lock lock(mu_);
@@ -52,8 +53,6 @@ IndexRegistration Wort::Registration() {
   r.params = "wort span=4 prefix=5";
   return r;
 }
-
-PMINDEX_REGISTER_INDEX(Wort::Registration());
 
 const PmLeaf* Wort::AnyLeaf(const WortNode* n) const {
   for (;;) {
