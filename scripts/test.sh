@@ -4,11 +4,14 @@
 # ASan+UBSan, then TSan for the concurrent tests (label "tsan"). Test builds compile the
 # mutants in and treat warnings as errors. Long crash campaigns and benchmarks are not run
 # here (label "long": scripts/longtest.sh).
+#
+# Usage: scripts/test.sh [stage...]   stages: release package asan tsan (default: all, in order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 start=$SECONDS
+stages="${*:-release package asan tsan}"
 
 build() {  # build <dir> <extra cmake args...>
   local dir=$1; shift
@@ -75,30 +78,41 @@ EOF_WRAPPER
   rm -rf "$tmp"
 }
 
-echo "== Release build"
-build build
-ninja -C build -j"$jobs"
-echo "== Release tests"
-(cd build && ctest -LE long -j"$jobs" --output-on-failure --timeout 900)
+want() { [[ " $stages " == *" $1 "* ]]; }
 
-echo "== Package stage"
-package_stage
-
-echo "== ASan+UBSan build"
-build build-asan -DPMINDEX_SANITIZE=address
-ninja -C build-asan -j"$jobs"
-echo "== ASan+UBSan tests"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest -LE long -j"$jobs" --output-on-failure --timeout 1200)
-
-echo "== TSan build (concurrent tests)"
-build build-tsan -DPMINDEX_SANITIZE=thread
-tsan_tests=$(cd build-tsan && ctest -N -L tsan | sed -n 's/^ *Test *#[0-9]*: *//p')
-if [ -n "$tsan_tests" ]; then
-  ninja -C build-tsan -j"$jobs" $tsan_tests
-  echo "== TSan tests"
-  (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest -L tsan -j"$jobs" --output-on-failure --timeout 1200)
+if want release; then
+  echo "== Release build"
+  build build
+  ninja -C build -j"$jobs"
+  echo "== Release tests"
+  (cd build && ctest -LE long -j"$jobs" --output-on-failure --timeout 900)
 fi
-echo "== all test stages passed in $((SECONDS - start)) s"
+
+if want package; then
+  echo "== Package stage"
+  if ! want release; then build build && ninja -C build -j"$jobs" pmindex; fi
+  package_stage
+fi
+
+if want asan; then
+  echo "== ASan+UBSan build"
+  build build-asan -DPMINDEX_SANITIZE=address
+  ninja -C build-asan -j"$jobs"
+  echo "== ASan+UBSan tests"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest -LE long -j"$jobs" --output-on-failure --timeout 1200)
+fi
+
+if want tsan; then
+  echo "== TSan build (concurrent tests)"
+  build build-tsan -DPMINDEX_SANITIZE=thread
+  tsan_tests=$(cd build-tsan && ctest -N -L tsan | sed -n 's/^ *Test *#[0-9]*: *//p')
+  if [ -n "$tsan_tests" ]; then
+    ninja -C build-tsan -j"$jobs" $tsan_tests
+    echo "== TSan tests"
+    (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      ctest -L tsan -j"$jobs" --output-on-failure --timeout 1200)
+  fi
+fi
+echo "== test stages passed ($stages) in $((SECONDS - start)) s"
