@@ -87,6 +87,22 @@ TEST(Registry, NamesIncludeRegisteredIndexesAndDuplicatesAreRefused) {
   EXPECT_EQ(FindIndex("no-such-index"), nullptr);
 }
 
+// The library's indexes are there without whole-archive linking or static initializers, and
+// come before the ones this test registered from its static initializers.
+TEST(Registry, BuiltinIndexesAreRegisteredOnFirstUse) {
+  for (const char* name : {"nvtree", "wbtree", "fptree", "rntree", "wort", "woart", "pftree", "art"}) {
+    EXPECT_NE(FindIndex(name), nullptr) << name;
+  }
+  EXPECT_NE(FindIndex(IndexKind::kRNTree), nullptr);
+  const auto names = RegisteredIndexNames();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.front(), "nvtree");
+  IndexRegistration impostor = Registration();
+  impostor.traits.name = "rntree";
+  EXPECT_FALSE(RegisterIndex(impostor));
+  EXPECT_EQ(FindIndex("rntree")->traits.kind, IndexKind::kRNTree);  // the first one wins
+}
+
 TEST(Registry, UnknownNameIsNotFound) {
   testing::TempDir dir;
   auto r = CreateIndex("no-such-index", dir.file("x.pool"), Options());
