@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "bench/baselines/baselines.h"
 #include "bench/latency.h"
 #include "bench/trace.h"
 #include "pm/persist.h"
@@ -844,6 +845,7 @@ uint64_t EstimatePoolBytes(uint64_t keys, size_t key_size) {
 }
 
 Status RunBench(const BenchConfig& config, BenchReport* report) {
+  RegisterBaselines();
   Runner runner(config, report);
   return runner.Run();
 }

@@ -185,7 +185,11 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
     return res;
   }
   const std::string previous_mutant = pm::selected_mutant();
-  pm::set_mutant(o.mutant.c_str());
+  if (!pm::set_mutant(o.mutant.c_str())) {
+    res.error = Status::NotSupported("mutant '" + o.mutant +
+                                     "': this build has no mutants (PMINDEX_MUTANTS=OFF)");
+    return res;
+  }
   const std::vector<Op> ops = MakeOps(o, reg->traits);
   const std::string path = o.dir + "/pmindex-ct-" + o.index + "-" + std::to_string(::getpid()) +
                            "-" + std::to_string(o.seed) + ".pool";

@@ -62,7 +62,11 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
     return res;
   }
   const std::string previous_mutant = pm::selected_mutant();
-  pm::set_mutant(o.mutant.c_str());
+  if (!pm::set_mutant(o.mutant.c_str())) {
+    res.error = Status::NotSupported("mutant '" + o.mutant +
+                                     "': this build has no mutants (PMINDEX_MUTANTS=OFF)");
+    return res;
+  }
   const bool int_keys = !reg->traits.byte_keys;
   const uint32_t threads = std::max<uint32_t>(1, o.threads);
   const std::string path = o.dir + "/pmindex-kill-" + o.index + "-" + std::to_string(::getpid()) +
@@ -157,7 +161,8 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
       const uint64_t acked = slots[t].acked.load();
       const uint64_t pending = slots[t].pending.load();
       OpGenerator gen = ThreadGenerator(o, reg->traits, cycle, t);
-      for (uint64_t i = 0; i < acked; ++i) ApplyToModel(before, gen.next());
+      // A failed op (insert of a present key, ...) changed nothing, in the model as in the index.
+      for (uint64_t i = 0; i < acked; ++i) ApplyToModel(before, gen.next()).IgnoreError();
       res.ops += acked;
       if (pending > acked) {
         pending_ops.push_back(gen.next());

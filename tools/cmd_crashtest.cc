@@ -110,6 +110,13 @@ int RunCrashtest(const CrashtestArgs& a) {
       return kExitUsage;
     }
   }
+  if (!a.mutant.empty() && !pm::kMutantsCompiled) {
+    std::fprintf(stderr,
+                 "pmindex crashtest: --mutant %s: this build has no mutants (configure with "
+                 "-DPMINDEX_MUTANTS=ON)\n",
+                 a.mutant.c_str());
+    return kExitUsage;
+  }
   if (a.ops == 0) {
     std::fprintf(stderr, "pmindex crashtest: --ops must be positive\n");
     return kExitUsage;

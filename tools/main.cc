@@ -1,6 +1,7 @@
 // pmindex: the command-line program. `pmindex` alone runs `pmindex bench` with its defaults.
 #include <cstdio>
 
+#include "bench/baselines/baselines.h"
 #include "tools/command.h"
 
 #ifndef PMINDEX_VERSION
@@ -9,6 +10,7 @@
 
 int main(int argc, char** argv) {
   using namespace pmindex::tools;
+  pmindex::bench::RegisterBaselines();
   CLI::App app{"pmindex: crash-consistent persistent-memory indexes and their workbench.\n"
                "Without a subcommand, runs `pmindex bench` with its defaults."};
   app.set_version_flag("--version", PMINDEX_VERSION);

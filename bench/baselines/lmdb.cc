@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "bench/baselines/baselines.h"
 #include "pmindex/index.h"
 
 namespace pmindex::bench {
@@ -33,7 +34,8 @@ class LmdbIndex final : public Index {
     return std::unique_ptr<Index>(std::move(index));
   }
 
-  ~LmdbIndex() override { close(); }
+  // A destructor cannot report an error: users who need to see one call close() first.
+  ~LmdbIndex() override { close().IgnoreError(); }
   const IndexTraits& traits() const override { return traits_; }
 
   Status insert(std::string_view key, std::string_view value) override {
@@ -256,7 +258,7 @@ IndexRegistration Registration() {
   return reg;
 }
 
-PMINDEX_REGISTER_INDEX(Registration());
-
 }  // namespace
+
+IndexRegistration LmdbRegistration() { return Registration(); }
 }  // namespace pmindex::bench

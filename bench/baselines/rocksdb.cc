@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "bench/baselines/baselines.h"
 #include "pmindex/index.h"
 
 namespace pmindex::bench {
@@ -35,7 +36,8 @@ class RocksDbIndex final : public Index {
     return std::unique_ptr<Index>(new RocksDbIndex(traits, path, db));
   }
 
-  ~RocksDbIndex() override { close(); }
+  // A destructor cannot report an error: users who need to see one call close() first.
+  ~RocksDbIndex() override { close().IgnoreError(); }
   const IndexTraits& traits() const override { return traits_; }
 
   Status insert(std::string_view key, std::string_view value) override {
@@ -151,7 +153,7 @@ IndexRegistration Registration() {
   return reg;
 }
 
-PMINDEX_REGISTER_INDEX(Registration());
-
 }  // namespace
+
+IndexRegistration RocksDbRegistration() { return Registration(); }
 }  // namespace pmindex::bench

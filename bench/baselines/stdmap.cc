@@ -6,6 +6,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "bench/baselines/baselines.h"
 #include "pmindex/index.h"
 
 namespace pmindex::bench {
@@ -105,7 +106,7 @@ IndexRegistration Registration() {
   return reg;
 }
 
-PMINDEX_REGISTER_INDEX(Registration());
-
 }  // namespace
+
+IndexRegistration StdMapRegistration() { return Registration(); }
 }  // namespace pmindex::bench

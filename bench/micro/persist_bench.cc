@@ -28,6 +28,8 @@ namespace pmindex {
 namespace {
 
 constexpr uint64_t kPoolSize = 1ull << 30;
+// The pool holds no index: its kind is one from the range reserved for tests.
+constexpr IndexKind kScratchKind = static_cast<IndexKind>(kFirstTestIndexKind);
 constexpr size_t kOffsets = 1 << 20;
 
 struct Fixture {
@@ -39,7 +41,7 @@ struct Fixture {
     path = "/dev/shm/pmindex-persist-bench-" + std::to_string(::getpid()) + ".pool";
     Options o;
     o.pool_size = kPoolSize;
-    Result<std::unique_ptr<Pool>> p = Pool::Create(path, IndexKind::kTestList, "", o);
+    Result<std::unique_ptr<Pool>> p = Pool::Create(path, kScratchKind, "", o);
     if (!p.ok()) {
       std::fprintf(stderr, "%s\n", p.status().ToString().c_str());
       std::exit(1);

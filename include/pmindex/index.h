@@ -172,8 +172,10 @@ struct IndexRegistration {
   std::string params;
 };
 
-// Adds an index to the registry; call from a static initializer (PMINDEX_REGISTER_INDEX).
-// Returns true so it can initialize a static bool.
+// Adds an index to the registry, for indexes defined outside the library (tests, baselines);
+// the library's own indexes are registered by the registry itself on first use. Returns
+// false, and changes nothing, if the name is taken. May be called from a static initializer
+// (PMINDEX_REGISTER_INDEX).
 bool RegisterIndex(IndexRegistration registration);
 
 // Every registered name, persistent indexes first, in registration order within each group.
@@ -208,6 +210,7 @@ Result<std::unique_ptr<Index>> OpenOrCreateIndex(std::string_view name, const st
 #define PMINDEX_CONCAT_INNER(a, b) a##b
 #define PMINDEX_CONCAT(a, b) PMINDEX_CONCAT_INNER(a, b)
 // Registers an index from a static initializer: PMINDEX_REGISTER_INDEX(MakeRegistration());
+// In a static library the object file holding it must be linked for it to run.
 #define PMINDEX_REGISTER_INDEX(expr) \
   [[maybe_unused]] static const bool PMINDEX_CONCAT(pmindex_registered_, __LINE__) = \
       ::pmindex::RegisterIndex(expr)

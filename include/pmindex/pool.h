@@ -34,13 +34,12 @@ class PersistContext;
 }
 
 // The index kind stored in a pool header. Values are part of the on-media format:
-// never reuse or renumber a value; retire it instead.
+// never reuse or renumber a value; retire it instead. Retired: 1-4 (test kinds before they
+// moved to the reserved range). Values >= kFirstTestIndexKind (0xF0000000) are reserved for
+// tests, never used by shipped indexes; pools accept them like any other kind
+// (tests/common/test_kinds.h names the ones the tests use).
 enum class IndexKind : uint32_t {
   kNone = 0,        // "any kind" when opening
-  kTestList = 1,    // tests/reference: persistent sorted list (correct)
-  kTestListBroken = 2,  // tests/reference: the same list with one flush removed
-  kTestArrayMap = 3,    // tests/reference: fixed array map
-  kTestRegistry = 4,    // tests/core: registry test index
   kNVTree = 10,
   kWBTree = 11,
   kWBTreeSO = 12,
@@ -56,7 +55,11 @@ enum class IndexKind : uint32_t {
   kFastFair = 40,
 };
 
-// "rntree", "wort", ... for a kind ("unknown" for a value this build does not know).
+// First value of the IndexKind range reserved for tests (see IndexKind).
+inline constexpr uint32_t kFirstTestIndexKind = 0xF0000000;
+
+// "rntree", "wort", ... for a kind ("test" for the reserved test range, "unknown" for a
+// value this build does not know).
 const char* IndexKindName(IndexKind kind);
 
 // Size of the pool header's index parameter area and of its root area.

@@ -18,7 +18,9 @@
 
 namespace pmindex {
 
-class Status {
+// [[nodiscard]]: an ignored Status is an ignored error. Drop one on purpose with
+// IgnoreError() and a comment saying why it cannot matter.
+class [[nodiscard]] Status {
  public:
   enum class Code : unsigned char {
     kOk = 0,
@@ -79,6 +81,9 @@ class Status {
   // A copy with `prefix + ": "` put before the message (for adding context on the way up).
   Status WithContext(std::string_view prefix) const;
 
+  // Drops the status on purpose (the caller's comment says why that is safe).
+  void IgnoreError() const {}
+
  private:
   Status(Code code, std::string_view msg)
       : code_(code), message_(msg.empty() ? nullptr : std::make_unique<std::string>(msg)) {}
@@ -87,9 +92,9 @@ class Status {
   std::unique_ptr<std::string> message_;
 };
 
-// A value or the Status that explains why there is none.
+// A value or the Status that explains why there is none. [[nodiscard]] like Status.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design

@@ -133,7 +133,8 @@ class HybridTree final : public Index {
     return tree;
   }
 
-  ~HybridTree() override { close(); }
+  // A destructor cannot report an error: users who need to see one call close() first.
+  ~HybridTree() override { close().IgnoreError(); }
 
   const IndexTraits& traits() const override {
     static const IndexTraits traits = Traits();

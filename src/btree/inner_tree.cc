@@ -1,6 +1,7 @@
 #include "btree/inner_tree.h"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 
 #include "btree/leaf_common.h"
@@ -173,6 +174,7 @@ void InnerTree::insert_child_after(Node* n, uint32_t index, uint64_t low_key, vo
 
 void InnerTree::remove_child(Node* n, uint32_t index) {
   const uint32_t count = n->count.load(kRelaxed);
+  assert(index > 0 && index <= count && "child 0 has no key of its own to remove");
   for (uint32_t i = index; i < count; ++i) {
     n->keys[i - 1].store(n->keys[i].load(kRelaxed), kRelaxed);
     n->children[i].store(n->children[i + 1].load(kRelaxed), std::memory_order_release);
@@ -181,6 +183,7 @@ void InnerTree::remove_child(Node* n, uint32_t index) {
 }
 
 void InnerTree::init_single(void* leaf) {
+  assert(empty() && "init_single is for the first leaf of an empty tree");
   Node* n = new_node(1);
   n->children[0].store(leaf);
   n->count.store(0);

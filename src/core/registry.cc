@@ -2,10 +2,12 @@
 // shares (map, bump generation, attach, recover, rebuild the allocator).
 #include <sys/stat.h>
 
+#include <cassert>
 #include <deque>
 #include <mutex>
 
 #include "core/checked_index.h"
+#include "core/builtin_indexes.h"
 #include "pm/alloc.h"
 #include "pmindex/index.h"
 
@@ -17,8 +19,27 @@ struct Registry {
   std::deque<IndexRegistration> entries;  // deque: pointers stay valid
 };
 
+// Adds `registration` unless its name is taken (the first one wins). Caller holds r.mu.
+bool AddLocked(Registry& r, IndexRegistration registration) {
+  for (const IndexRegistration& e : r.entries) {
+    if (e.traits.name == registration.traits.name) return false;
+  }
+  r.entries.push_back(std::move(registration));
+  return true;
+}
+
+// The registry, with the built-in indexes registered on first use (also when the first use
+// is a test's RegisterIndex from a static initializer, so built-ins always come first).
 Registry& registry() {
-  static Registry* r = new Registry;  // static initializers of other files register here
+  static Registry* r = new Registry;  // never destroyed: indexes may outlive static teardown
+  static std::once_flag builtins_registered;
+  std::call_once(builtins_registered, [] {
+    std::lock_guard<std::mutex> lock(r->mu);
+    for (IndexRegistration& e : BuiltinIndexes()) {
+      [[maybe_unused]] const bool added = AddLocked(*r, std::move(e));
+      assert(added && "two built-in indexes share a name");
+    }
+  });
   return *r;
 }
 
@@ -32,11 +53,7 @@ bool FileExists(const std::string& path) {
 bool RegisterIndex(IndexRegistration registration) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  for (const IndexRegistration& e : r.entries) {
-    if (e.traits.name == registration.traits.name) return false;  // first one wins
-  }
-  r.entries.push_back(std::move(registration));
-  return true;
+  return AddLocked(r, std::move(registration));
 }
 
 std::vector<std::string> RegisteredIndexNames() {

@@ -1,6 +1,7 @@
 #include "pm/alloc.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <string>
 
@@ -222,8 +223,12 @@ size_t Allocator::block_size(uint64_t offset) const {
 }
 
 void Allocator::free(uint64_t offset) {
+  assert(offset >= data_offset_ && chunk_of(offset) < chunk_count_ &&
+         "freed offset lies outside the pool's chunks");
   const uint64_t chunk = chunk_of(offset);
   const uint64_t e = __atomic_load_n(&table_[chunk], __ATOMIC_ACQUIRE);
+  assert(EntryState(e) != ChunkState::kFree && EntryState(e) != ChunkState::kLargeCont &&
+         "freed offset is not a block handed out by allocate");
   if (EntryState(e) == ChunkState::kLargeHead) {
     // Uncarving needs no persist: if the cleared entries are lost in a crash, the chunks are
     // carved but unreachable, and the rebuild at the next open uncarves them.

@@ -5,6 +5,8 @@
 #include <string>
 
 namespace pmindex::pm {
+
+#if defined(PMINDEX_MUTANTS) && PMINDEX_MUTANTS
 namespace {
 
 std::string& storage() {
@@ -20,17 +22,26 @@ struct FromEnvironment {
 
 }  // namespace
 
-void set_mutant(const char* name) {
+bool set_mutant(const char* name) {
   if (name == nullptr || *name == '\0') {
     detail::g_mutant = nullptr;
     storage().clear();
-    return;
+    return true;
   }
   storage() = name;
   detail::g_mutant = storage().c_str();
+  return true;
 }
 
 const char* selected_mutant() { return detail::g_mutant ? detail::g_mutant : ""; }
+
+#else
+
+bool set_mutant(const char* name) { return name == nullptr || *name == '\0'; }
+
+const char* selected_mutant() { return ""; }
+
+#endif
 
 const std::vector<std::string>& known_mutants() {
   static const std::vector<std::string>* names = new std::vector<std::string>{

@@ -3,10 +3,15 @@
 //
 //   if (!pm::mutant("rntree.skip_slot_persist")) pc.persist(slot, 64);
 //
-// and a test (or `PMINDEX_MUTANT=<name>` in the environment, read at start-up) selects at
-// most one mutant per process. With none selected the check is one predictable branch.
-// Mutant names are "<index>.<what is broken>"; each index lists its mutants in
-// IndexTraits-independent doc (doc/crashtest.md).
+// Mutants exist only in builds configured with PMINDEX_MUTANTS=ON (test builds; the macro
+// PMINDEX_MUTANTS is then defined). Otherwise pm::mutant() is a constant false, the branches
+// compile away, and nothing (no environment variable, no call) changes what the shipped
+// library does.
+//
+// In a mutant build a test (or `PMINDEX_MUTANT=<name>` in the environment, read at start-up)
+// selects at most one mutant per process; with none selected the check is one predictable
+// branch. Mutant names are "<index>.<what is broken>"; each index lists its mutants in its
+// doc (doc/btree.md, doc/radix.md, doc/pftree.md) and doc/crashtest.md.
 #ifndef PMINDEX_PM_MUTANT_H_
 #define PMINDEX_PM_MUTANT_H_
 
@@ -15,6 +20,9 @@
 #include <vector>
 
 namespace pmindex::pm {
+
+#if defined(PMINDEX_MUTANTS) && PMINDEX_MUTANTS
+inline constexpr bool kMutantsCompiled = true;
 
 namespace detail {
 inline constinit const char* g_mutant = nullptr;
@@ -27,9 +35,15 @@ inline bool mutant(const char* name) {
     return false;
   return std::strcmp(m, name) == 0;
 }
+#else
+inline constexpr bool kMutantsCompiled = false;
 
-// Selects a mutant ("" or nullptr: none). Not thread-safe; call between runs.
-void set_mutant(const char* name);
+constexpr bool mutant(const char*) { return false; }
+#endif
+
+// Selects a mutant ("" or nullptr: none). Not thread-safe; call between runs. Returns false
+// (and selects nothing) if a mutant is asked for in a build without mutants.
+bool set_mutant(const char* name);
 // The selected mutant, "" if none.
 const char* selected_mutant();
 // Every mutation point's name (a new point adds its name here), so a misspelt mutant is

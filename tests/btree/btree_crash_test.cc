@@ -81,6 +81,7 @@ struct MutantCase {
 class BTreeMutantTest : public ::testing::TestWithParam<MutantCase> {};
 
 TEST_P(BTreeMutantTest, IsCaught) {
+  PMINDEX_REQUIRE_MUTANTS();
   const MutantCase& c = GetParam();
   CampaignOptions o = Base(c.index, 200, 5);
   o.mutant = c.mutant;

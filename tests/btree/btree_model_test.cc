@@ -167,7 +167,7 @@ TEST_P(BTreeModelTest, OutOfSpaceThenRecovers) {
       ++inserted;
     }
   }
-  if (GetParam() != "nvtree") EXPECT_GT(inserted, 500u);
+  if (GetParam() != "nvtree") { EXPECT_GT(inserted, 500u); }
   ASSERT_TRUE(index.verify().ok());
   ASSERT_EQ(Contents(index), model);
 }

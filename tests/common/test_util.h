@@ -2,8 +2,12 @@
 #ifndef PMINDEX_TESTS_COMMON_TEST_UTIL_H_
 #define PMINDEX_TESTS_COMMON_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
+
+#include "pm/mutant.h"
 
 namespace pmindex::testing {
 
@@ -34,5 +38,11 @@ uint64_t Scale(uint64_t n);
 bool Sanitized();
 
 }  // namespace pmindex::testing
+
+// First statement of a test that switches on a mutant: skips it in a build without mutants
+// (PMINDEX_MUTANTS=OFF). scripts/test.sh builds with them, so CI runs these tests.
+#define PMINDEX_REQUIRE_MUTANTS()                                                  \
+  if (!::pmindex::pm::kMutantsCompiled)                                            \
+  GTEST_SKIP() << "needs mutants: configure with -DPMINDEX_MUTANTS=ON"
 
 #endif  // PMINDEX_TESTS_COMMON_TEST_UTIL_H_

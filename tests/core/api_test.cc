@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "bench/baselines/baselines.h"
 #include "common/test_util.h"
 #include "pmindex/index.h"
 
@@ -66,6 +67,7 @@ TEST_P(ApiTest, KeysBeyondTheLimitsAreErrorsForReadsToo) {
 }
 
 std::vector<std::string> Names() {
+  bench::RegisterBaselines();  // stdmap, lmdb, rocksdb: every registered index, not only pools
   std::vector<std::string> names;
   for (const std::string& n : RegisteredIndexNames()) {
     if (n.rfind("test", 0) == 0) continue;  // test-only registrations

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_kinds.h"
 #include "common/test_util.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
@@ -47,7 +48,7 @@ class StuckInit : public Index {
  public:
   explicit StuckInit(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {
     traits_.name = "test-stuck-init";
-    traits_.kind = IndexKind::kTestRegistry;
+    traits_.kind = kTestRegistryKind;
   }
   const IndexTraits& traits() const override { return traits_; }
   Status insert(std::string_view, std::string_view) override { return Status::NotSupported(); }
@@ -68,7 +69,7 @@ class StuckInit : public Index {
 IndexRegistration StuckRegistration() {
   IndexRegistration r;
   r.traits.name = "test-stuck-init";
-  r.traits.kind = IndexKind::kTestRegistry;
+  r.traits.kind = kTestRegistryKind;
   r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
     if (fresh) {
       std::memcpy(pool->root_area(), "half", 4);

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "common/test_kinds.h"
 #include "common/test_util.h"
 #include "pm/alloc.h"
 #include "pm/persist.h"
@@ -25,7 +26,7 @@ class BlockHolder : public Index {
 
   explicit BlockHolder(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {
     traits_.name = "test-blockholder";
-    traits_.kind = IndexKind::kTestRegistry;
+    traits_.kind = kTestRegistryKind;
   }
   Status init() {
     auto b = pool_->allocator().allocate(4096, true);
@@ -63,7 +64,7 @@ class BlockHolder : public Index {
 IndexRegistration Registration() {
   IndexRegistration r;
   r.traits.name = "test-blockholder";
-  r.traits.kind = IndexKind::kTestRegistry;
+  r.traits.kind = kTestRegistryKind;
   r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
     auto index = std::make_unique<BlockHolder>(std::move(pool));
     if (fresh || index->block_slot() == 0) {
@@ -79,7 +80,7 @@ PMINDEX_REGISTER_INDEX(Registration());
 IndexRegistration OtherRegistration() {
   IndexRegistration r = Registration();
   r.traits.name = "test-other";
-  r.traits.kind = IndexKind::kTestArrayMap;
+  r.traits.kind = kTestArrayMapKind;
   return r;
 }
 PMINDEX_REGISTER_INDEX(OtherRegistration());
@@ -88,8 +89,24 @@ TEST(Registry, NamesIncludeRegisteredIndexesAndDuplicatesAreRefused) {
   auto names = RegisteredIndexNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "test-blockholder"), names.end());
   EXPECT_FALSE(RegisterIndex(Registration()));
-  EXPECT_NE(FindIndex(IndexKind::kTestRegistry), nullptr);
+  EXPECT_NE(FindIndex(kTestRegistryKind), nullptr);
   EXPECT_EQ(FindIndex("no-such-index"), nullptr);
+}
+
+// The library's indexes are there without whole-archive linking or static initializers, and
+// come before the ones this test registered from its static initializers.
+TEST(Registry, BuiltinIndexesAreRegisteredOnFirstUse) {
+  for (const char* name : {"nvtree", "wbtree", "fptree", "rntree", "wort", "woart", "pftree", "art"}) {
+    EXPECT_NE(FindIndex(name), nullptr) << name;
+  }
+  EXPECT_NE(FindIndex(IndexKind::kRNTree), nullptr);
+  const auto names = RegisteredIndexNames();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.front(), "nvtree");
+  IndexRegistration impostor = Registration();
+  impostor.traits.name = "rntree";
+  EXPECT_FALSE(RegisterIndex(impostor));
+  EXPECT_EQ(FindIndex("rntree")->traits.kind, IndexKind::kRNTree);  // the first one wins
 }
 
 TEST(Registry, UnknownNameIsNotFound) {
@@ -139,7 +156,7 @@ TEST(Registry, OpenWithTheWrongNameIsRefused) {
   auto r = OpenIndex(path, o, "test-other");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
-  EXPECT_NE(r.status().message().find("testregistry"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("pool holds index kind 'test'"), std::string::npos) << r.status().ToString();
   EXPECT_TRUE(OpenIndex(path, o, "test-blockholder").ok());
 }
 

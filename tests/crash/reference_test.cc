@@ -46,6 +46,7 @@ TEST(ReferenceCrashTest, CorrectListPassesTenThousandImages) {
 }
 
 TEST(ReferenceCrashTest, EveryListMutantIsCaught) {
+  PMINDEX_REQUIRE_MUTANTS();
   for (const char* mutant : {"testlist.skip_node_persist", "testlist.skip_link_persist"}) {
     SCOPED_TRACE(mutant);
     CampaignOptions o = ListOptions("testlist", 60, 3);

@@ -40,6 +40,7 @@ TEST(PFTreeCrashTest, AdrImagesRecover) {
 class PFTreeMutantTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(PFTreeMutantTest, IsCaught) {
+  PMINDEX_REQUIRE_MUTANTS();
   auto o = Base(Scale(600), 0);
   o.mutant = GetParam();
   o.continuation_every = 64;

@@ -109,7 +109,10 @@ int main(int argc, char** argv) {
       name.c_str(), argv[2], n, key_bytes, ins, look, ins_cpu, look_cpu, double(c1.flushes - c0.flushes) / n,
       double(c1.fences - c0.fences) / n, found, failed, st.pm_bytes / 1e6, st.dram_bytes / 1e6);
   if (index->pool() != nullptr) {
-    index->close();
+    if (Status s = index->close(); !s.ok()) {
+      std::fprintf(stderr, "close: %s\n", s.ToString().c_str());
+      return 1;
+    }
     index.reset();
     auto t4 = std::chrono::steady_clock::now();
     auto reopened = OpenIndex(path, options, name);

@@ -60,9 +60,12 @@ TEST_P(PFTreeModelTest, MatchesStdMap) {
   // The run built real structure: many leaf arrays and, where keys crowd one root slot
   // (uniform keys spread over all 256 and stay below the split size), inner nodes below it.
   uint64_t inner = 0, leaves = 0;
-  for (auto& [name, count] : checker.index().stats().nodes)
+  for (auto& [name, count] : checker.index().stats().nodes) {
     (name == "leaf_arrays" ? leaves : inner) += count;
-  if (shape != Shape::kSparse && shape != Shape::kRandomBytes) EXPECT_GT(inner, 1u);
+  }
+  if (shape != Shape::kSparse && shape != Shape::kRandomBytes) {
+    EXPECT_GT(inner, 1u);
+  }
   EXPECT_GT(leaves, 8u);
   // Recovery through close + reopen rebuilds the DRAM metadata.
   ASSERT_NO_FATAL_FAILURE(checker.reopen());

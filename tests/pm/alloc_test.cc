@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "common/test_kinds.h"
 #include "common/test_util.h"
 #include "pm/persist.h"
 
@@ -19,13 +20,13 @@ using testing::TempDir;
 std::unique_ptr<Pool> MakePool(const std::string& path, uint64_t size = 16 << 20) {
   Options o;
   o.pool_size = size;
-  auto pool = Pool::Create(path, IndexKind::kTestList, "", o);
+  auto pool = Pool::Create(path, kTestListKind, "", o);
   EXPECT_TRUE(pool.ok()) << pool.status().ToString();
   return std::move(pool).value();
 }
 
 std::unique_ptr<Pool> Reopen(const std::string& path) {
-  auto pool = Pool::Open(path, IndexKind::kTestList, Options());
+  auto pool = Pool::Open(path, kTestListKind, Options());
   EXPECT_TRUE(pool.ok()) << pool.status().ToString();
   return std::move(pool).value();
 }
@@ -232,7 +233,7 @@ TEST(Allocator, ConcurrentAllocateAndFree) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(t);
       std::vector<uint64_t> mine;
-      for (int i = 0; i < testing::Scale(20000); ++i) {
+      for (uint64_t i = 0; i < testing::Scale(20000); ++i) {
         if (!mine.empty() && rng() % 3 == 0) {
           a.free(mine.back());
           mine.pop_back();

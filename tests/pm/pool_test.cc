@@ -15,6 +15,7 @@
 #include <iterator>
 #include <vector>
 
+#include "common/test_kinds.h"
 #include "common/test_util.h"
 #include "pm/alloc.h"
 #include "pm/crc32c.h"
@@ -43,7 +44,7 @@ void WriteAll(const std::string& path, const std::string& bytes) {
 
 std::string MakeClosedPool(const TempDir& dir, const std::string& name) {
   std::string path = dir.file(name);
-  auto pool = Pool::Create(path, IndexKind::kTestList, "params", SmallPool());
+  auto pool = Pool::Create(path, kTestListKind, "params", SmallPool());
   EXPECT_TRUE(pool.ok()) << pool.status().ToString();
   return path;
 }
@@ -76,7 +77,7 @@ TEST(Pool, PrefaultMakesEveryPageResident) {
     Options o = SmallPool();
     o.huge_pages = false;
     o.prefault = prefault;
-    auto pool = Pool::Create(dir.file("p.pool"), IndexKind::kTestList, "", o);
+    auto pool = Pool::Create(dir.file("p.pool"), kTestListKind, "", o);
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
     const size_t page = 4096, pages = (*pool)->size() / page;
     std::vector<unsigned char> vec(pages);
@@ -95,7 +96,7 @@ TEST(Pool, CreateThenReopenBumpsGenerationAndKeepsRoot) {
   TempDir dir;
   std::string path = dir.file("p.pool");
   {
-    auto pool = Pool::Create(path, IndexKind::kTestList, "abc", SmallPool());
+    auto pool = Pool::Create(path, kTestListKind, "abc", SmallPool());
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
     EXPECT_EQ((*pool)->generation(), 1u);
     EXPECT_EQ((*pool)->root(), 0u);
@@ -108,9 +109,9 @@ TEST(Pool, CreateThenReopenBumpsGenerationAndKeepsRoot) {
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_TRUE(info->clean);
   EXPECT_EQ(info->generation, 1u);
-  EXPECT_EQ(info->kind, IndexKind::kTestList);
+  EXPECT_EQ(info->kind, kTestListKind);
   EXPECT_EQ(info->pool_size, 4u << 20);
-  auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+  auto pool = Pool::Open(path, kTestListKind, SmallPool());
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();
   EXPECT_EQ((*pool)->generation(), 2u);
   EXPECT_EQ((*pool)->root(), 4096u * 3);
@@ -127,14 +128,14 @@ TEST(Pool, OpenAcceptsAnyKindWithNone) {
   std::string path = MakeClosedPool(dir, "p.pool");
   auto pool = Pool::Open(path, IndexKind::kNone, SmallPool());
   ASSERT_TRUE(pool.ok());
-  EXPECT_EQ((*pool)->kind(), IndexKind::kTestList);
+  EXPECT_EQ((*pool)->kind(), kTestListKind);
 }
 
 TEST(Pool, CreateRefusesAnExistingFile) {
   TempDir dir;
   std::string path = MakeClosedPool(dir, "p.pool");
   std::string before = ReadAll(path);
-  auto pool = Pool::Create(path, IndexKind::kTestList, "", SmallPool());
+  auto pool = Pool::Create(path, kTestListKind, "", SmallPool());
   ASSERT_FALSE(pool.ok());
   EXPECT_TRUE(pool.status().IsInvalidArgument()) << pool.status().ToString();
   EXPECT_EQ(ReadAll(path), before);
@@ -147,7 +148,7 @@ TEST(Pool, ReadOnlyOpenIsCopyOnWrite) {
   Options o = SmallPool();
   o.read_only = true;
   {
-    auto pool = Pool::Open(path, IndexKind::kTestList, o);
+    auto pool = Pool::Open(path, kTestListKind, o);
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
     (*pool)->set_root(12345);
     EXPECT_EQ((*pool)->root(), 12345u);
@@ -197,7 +198,7 @@ TEST_P(PoolBadInput, IsRefusedWithoutWriting) {
   if (std::string(bad.name) != "missing") MakeClosedPool(dir, "bad.pool");
   Damage(bad.name, path);
   std::string before = ReadAll(path);
-  auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+  auto pool = Pool::Open(path, kTestListKind, SmallPool());
   ASSERT_FALSE(pool.ok());
   EXPECT_EQ(pool.status().code(), bad.code) << pool.status().ToString();
   EXPECT_NE(pool.status().message().find(path), std::string::npos) << pool.status().ToString();
@@ -225,12 +226,12 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Pool, SecondOpenerInAnotherProcessIsBusy) {
   TempDir dir;
   std::string path = MakeClosedPool(dir, "p.pool");
-  auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+  auto pool = Pool::Open(path, kTestListKind, SmallPool());
   ASSERT_TRUE(pool.ok());
   std::string before = ReadAll(path);
   pid_t pid = fork();
   if (pid == 0) {
-    auto second = Pool::Open(path, IndexKind::kTestList, SmallPool());
+    auto second = Pool::Open(path, kTestListKind, SmallPool());
     bool ok = !second.ok() && second.status().IsBusy() &&
               second.status().message().find(path) != std::string::npos;
     _exit(ok ? 0 : 1);
@@ -245,12 +246,12 @@ TEST(Pool, DirtyAfterOpenWithoutClose) {
   TempDir dir;
   std::string path = MakeClosedPool(dir, "p.pool");
   {
-    auto pool = Pool::Open(path, IndexKind::kTestList, SmallPool());
+    auto pool = Pool::Open(path, kTestListKind, SmallPool());
     ASSERT_TRUE(pool.ok());
     // Copy the bytes while open: what a crash would leave.
     WriteAll(dir.file("copy.pool"), ReadAll(path));
   }
-  auto copy = Pool::Open(dir.file("copy.pool"), IndexKind::kTestList, SmallPool());
+  auto copy = Pool::Open(dir.file("copy.pool"), kTestListKind, SmallPool());
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
   EXPECT_TRUE((*copy)->was_dirty());
   EXPECT_EQ((*copy)->generation(), 3u);
@@ -276,7 +277,7 @@ TEST(Pool, FifoIsRefusedWithoutBlocking) {
     }
     auto info = Pool::ReadInfo(path);
     ok = ok && !info.ok() && info.status().IsInvalidArgument();
-    auto created = Pool::OpenOrCreate(path, IndexKind::kTestList, "", SmallPool());
+    auto created = Pool::OpenOrCreate(path, kTestListKind, "", SmallPool());
     ok = ok && !created.ok();
     _exit(ok ? 0 : 1);
   }
@@ -319,10 +320,10 @@ TEST(Pool, WritableOpenAllocatesASparsePool) {
   {
     Options ro = SmallPool();
     ro.read_only = true;
-    ASSERT_TRUE(Pool::Open(sparse, IndexKind::kTestList, ro).ok());
+    ASSERT_TRUE(Pool::Open(sparse, kTestListKind, ro).ok());
     EXPECT_LT(AllocatedBytes(sparse), 4u << 20) << "a read-only open must not allocate";
   }
-  auto pool = Pool::Open(sparse, IndexKind::kTestList, SmallPool());
+  auto pool = Pool::Open(sparse, kTestListKind, SmallPool());
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();
   EXPECT_GE(AllocatedBytes(sparse), 4u << 20);
 }
@@ -353,7 +354,7 @@ TEST(Pool, SparsePoolOnAFullFileSystemIsRefused) {
   const size_t before = std::hash<std::string>()(ReadAll(sparse));
   pid_t pid = fork();
   if (pid == 0) {
-    auto pool = Pool::Open(sparse, IndexKind::kTestList, SmallPool());
+    auto pool = Pool::Open(sparse, kTestListKind, SmallPool());
     if (pool.ok()) {  // the bug: touch every page, which dies of SIGBUS at the first hole
       for (uint64_t off = 8192; off < (*pool)->size(); off += 4096) (*pool)->base()[off] = 1;
       _exit(2);

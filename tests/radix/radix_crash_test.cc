@@ -67,6 +67,7 @@ INSTANTIATE_TEST_SUITE_P(Radix, RadixCrashTest, ::testing::Values("wort", "woart
 class RadixMutantTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RadixMutantTest, CampaignCatchesMutant) {
+  PMINDEX_REQUIRE_MUTANTS();
   const std::string mutant = GetParam();
   crashtest::CampaignOptions o = Base(mutant.substr(0, mutant.find('.')), 13);
   o.mutant = mutant;

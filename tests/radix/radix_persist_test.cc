@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_util.h"
 #include "pm/alloc.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
@@ -155,6 +156,7 @@ TEST_P(RadixPersistTest, CrashInsidePathCompressionSplitIsRepairedLazily) {
 // The mutant that publishes a Node4's slot word before the child it names (the WOART
 // ordering bug) must leave a detectably broken image at the fence between the two stores.
 TEST(WoartMutantTest, SlotWordBeforeChildIsDetectable) {
+  PMINDEX_REQUIRE_MUTANTS();
   TempDir dir;
   Options options = SmallPoolOptions();
   options.pool_size = 16ull << 20;

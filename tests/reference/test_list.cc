@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/test_kinds.h"
 #include "pm/alloc.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
@@ -18,7 +19,7 @@ uint64_t LoadWord(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIR
 IndexTraits MakeTraits(bool broken) {
   IndexTraits t;
   t.name = broken ? "testlist-broken" : "testlist";
-  t.kind = broken ? IndexKind::kTestListBroken : IndexKind::kTestList;
+  t.kind = broken ? kTestListBrokenKind : kTestListKind;
   t.persistent = true;
   t.ordered = true;
   t.byte_keys = false;
@@ -54,7 +55,8 @@ PMINDEX_REGISTER_INDEX(MakeRegistration(true));
 TestList::TestList(std::unique_ptr<Pool> pool, bool broken)
     : pool_(std::move(pool)), broken_(broken) {}
 
-TestList::~TestList() { close(); }
+// A destructor cannot report an error: users who need to see one call close() first.
+TestList::~TestList() { close().IgnoreError(); }
 
 const IndexTraits& TestList::traits() const { return Traits(broken_); }
 

@@ -3,9 +3,9 @@
 // It exists to prove that the crash tracker and the crash campaign can tell a correct
 // persistent structure from a broken one. Two registrations share this code:
 //
-//   "testlist"         (IndexKind::kTestList)        correct
-//   "testlist-broken"  (IndexKind::kTestListBroken)  the node is not persisted before it is
-//                                                    linked (one flush+fence removed)
+//   "testlist"         (kTestListKind)        correct
+//   "testlist-broken"  (kTestListBrokenKind)  the node is not persisted before it is
+//                                             linked (one flush+fence removed)
 //
 // and two mutants (pm/mutant.h) break the correct one on request:
 //   testlist.skip_node_persist   same bug as testlist-broken

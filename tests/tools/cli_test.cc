@@ -12,6 +12,7 @@
 
 #include "bench/generators.h"
 #include "bench/json_shape.h"
+#include "common/test_kinds.h"
 #include "common/test_util.h"
 #include "pm/crc32c.h"
 #include "pmindex/index.h"
@@ -36,7 +37,7 @@ void WriteText(const std::string& path, const std::string& text) {
 void MakePool(const std::string& path) {
   Options o;
   o.pool_size = 4ull << 20;
-  Result<std::unique_ptr<Pool>> pool = Pool::Create(path, IndexKind::kTestList, "", o);
+  Result<std::unique_ptr<Pool>> pool = Pool::Create(path, kTestListKind, "", o);
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();
   ASSERT_TRUE(pool.value()->Close().ok());
 }
@@ -165,7 +166,7 @@ TEST(CliTest, InfoPrintsAFreshPoolsHeader) {
     EXPECT_TRUE(Contains(r.out, "in use:          no")) << r.out;
   }
   const CommandResult r = RunCommand({kTestCli, "info", path}, dir.path());
-  EXPECT_TRUE(Contains(r.out, "kind:            testlist (1)")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "kind:            testlist (4026531841)")) << r.out;
 
   // A pool held open by this process: info still reads it, and says so.
   Result<std::unique_ptr<Pool>> open = Pool::Open(path, IndexKind::kNone, Options());

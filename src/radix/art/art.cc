@@ -39,8 +39,6 @@ IndexRegistration Art::Registration() {
   return r;
 }
 
-PMINDEX_REGISTER_INDEX(Art::Registration());
-
 void Art::FreeTree(Ref r) {
   if (r == 0) return;
   if (IsLeaf(r)) {

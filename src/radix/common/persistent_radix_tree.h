@@ -80,7 +80,8 @@ class PersistentRadixTree final : public Index {
   using Span = KeySpan<Ops::kBits>;
 
   explicit PersistentRadixTree(std::unique_ptr<Pool> pool);
-  ~PersistentRadixTree() override { close(); }
+  // A destructor cannot report an error: users who need to see one call close() first.
+  ~PersistentRadixTree() override { close().IgnoreError(); }
 
   static IndexRegistration Registration();
 

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 
 #include "radix/common/key.h"
@@ -68,6 +69,7 @@ struct PrefixHeader {
   // `leaf_key` is any key stored below the node. Requires pos() >= actual_depth.
   template <int kBits>
   PrefixHeader Repaired(uint32_t actual_depth, const uint8_t* leaf_key) const {
+    assert(pos() >= actual_depth);
     return Make<kBits>(actual_depth, pos() - actual_depth, leaf_key);
   }
 };

@@ -27,7 +27,8 @@ PFTree::PFTree(std::unique_ptr<Pool> pool)
       alloc_(&pool_->allocator()),
       gen_(static_cast<uint32_t>(pool_->generation())) {}
 
-PFTree::~PFTree() { close(); }
+// A destructor cannot report an error: users who need to see one call close() first.
+PFTree::~PFTree() { close().IgnoreError(); }
 
 Result<std::unique_ptr<Index>> PFTree::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   std::unique_ptr<PFTree> tree(new PFTree(std::move(pool)));

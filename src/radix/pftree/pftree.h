@@ -50,6 +50,8 @@ class PFTree final : public Index, private Reclaimer {
   // root, persisted before it is published.
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
   static const IndexTraits& Traits();
+  // How the registry makes a PFtree (src/core/builtin_indexes.cc).
+  static IndexRegistration Registration();
 
   ~PFTree() override;
 

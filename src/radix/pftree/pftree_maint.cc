@@ -425,17 +425,11 @@ Status PFTree::close() {
   return s;
 }
 
-namespace {
-
-IndexRegistration MakeRegistration() {
+IndexRegistration PFTree::Registration() {
   IndexRegistration r;
   r.traits = PFTree::Traits();
   r.attach = &PFTree::Attach;
   return r;
 }
-
-}  // namespace
-
-PMINDEX_REGISTER_INDEX(MakeRegistration());
 
 }  // namespace pmindex::pftree

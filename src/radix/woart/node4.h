@@ -11,6 +11,7 @@
 #ifndef PMINDEX_RADIX_WOART_NODE4_H_
 #define PMINDEX_RADIX_WOART_NODE4_H_
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 
@@ -89,6 +90,8 @@ struct WoartNode4 {
   void Insert(pm::PersistContext* pc, uint8_t b, uint64_t word, bool publish) {
     const uint64_t s = slots;
     const unsigned n = Count(s);
+    assert(n < kCapacity && "Insert into a full Node4");
+    if (n >= kCapacity) __builtin_unreachable();  // what the assert checks, for the optimizer
     unsigned used = 0;
     uint8_t keys[kCapacity], idx[kCapacity];
     unsigned out = 0;

@@ -115,6 +115,4 @@ const char* WoartOps::CheckNode(const Pool& pool, uint64_t w) {
 
 template class PersistentRadixTree<WoartOps>;
 
-PMINDEX_REGISTER_INDEX(Woart::Registration());
-
 }  // namespace pmindex::radix

@@ -8,6 +8,4 @@ namespace pmindex::radix {
 
 template class PersistentRadixTree<WortOps>;
 
-PMINDEX_REGISTER_INDEX(Wort::Registration());
-
 }  // namespace pmindex::radix
