@@ -10,46 +10,6 @@
 namespace pmindex::pm {
 namespace {
 
-// Thread slots shared by all allocators: a thread keeps its slot until it exits, and no two
-// live threads share one, so per-slot caches need no lock. A slot's cached blocks stay valid
-// when the slot passes to a new thread (they belong to the allocator, not the thread).
-struct SlotTable {
-  std::mutex mu;
-  std::vector<int> spare;
-  int next = 0;
-};
-SlotTable& slot_table() {
-  static SlotTable* t = new SlotTable;  // never destroyed: threads may exit late
-  return *t;
-}
-thread_local int t_slot = -1;
-struct SlotRelease {
-  ~SlotRelease() {
-    if (t_slot < 0) return;
-    SlotTable& t = slot_table();
-    std::lock_guard<std::mutex> lock(t.mu);
-    t.spare.push_back(t_slot);
-    t_slot = -1;
-  }
-};
-thread_local SlotRelease t_slot_release;
-
-// The calling thread's slot, or -1 when kMaxThreads threads hold one.
-int thread_slot() {
-  if (t_slot >= 0) [[likely]]
-    return t_slot;
-  (void)&t_slot_release;
-  SlotTable& t = slot_table();
-  std::lock_guard<std::mutex> lock(t.mu);
-  if (!t.spare.empty()) {
-    t_slot = t.spare.back();
-    t.spare.pop_back();
-  } else if (t.next < static_cast<int>(kMaxThreads)) {
-    t_slot = t.next++;
-  }
-  return t_slot;
-}
-
 size_t batch_for(uint32_t block) { return std::clamp<size_t>(16384 / block, 2, 32); }
 
 std::string hex(uint64_t v) {
@@ -67,8 +27,14 @@ struct Allocator::ClassState {
   uint32_t bump_next = 0;  // next unused block index in bump_chunk
 };
 
+// A thread's cached free blocks. Cached blocks belong to the allocator: when the thread exits,
+// its cache passes with its id to the next thread (thread_registry.h).
 struct Allocator::ThreadCache {
   std::vector<uint64_t> blocks[kNumSizeClasses];
+};
+
+struct alignas(64) Allocator::EpochSlot {
+  std::atomic<uint64_t> announced{0};
 };
 
 Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset,
@@ -79,13 +45,10 @@ Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t
       chunk_count_(chunk_count),
       data_offset_(data_offset),
       chunk_used_(chunk_count),
-      classes_(new ClassState[kNumSizeClasses]),
-      caches_(new ThreadCache[kMaxThreads]),
-      thread_epoch_(new std::atomic<uint64_t>[kMaxThreads]) {
+      classes_(new ClassState[kNumSizeClasses]) {
   for (uint64_t i = 0; i < chunk_count_; ++i) {
     chunk_used_[i] = EntryState(table_[i]) != ChunkState::kFree;
   }
-  for (size_t i = 0; i < kMaxThreads; ++i) thread_epoch_[i].store(0);
 }
 
 Allocator::~Allocator() = default;
@@ -168,19 +131,13 @@ Result<uint64_t> Allocator::allocate(size_t size, bool zero) {
   if (size == 0) size = 1;
   if (size > kMaxSmallBlock) return allocate_large(size);
   const int cls = size_class_for(size);
-  const int slot = thread_slot();
-  ThreadCache tmp;  // for a thread without a slot (more than kMaxThreads live threads)
-  ThreadCache& cache = slot >= 0 ? caches_[slot] : tmp;
+  ThreadCache& cache = caches_.local();
   std::vector<uint64_t>& blocks = cache.blocks[cls];
   if (blocks.empty()) {
     if (Status s = refill(cls, cache); !s.ok()) return s;
   }
   const uint64_t off = blocks.back();
   blocks.pop_back();
-  if (slot < 0 && !blocks.empty()) {  // give back what the temporary cache took
-    std::lock_guard<std::mutex> lock(classes_[cls].mu);
-    classes_[cls].free.insert(classes_[cls].free.end(), blocks.begin(), blocks.end());
-  }
   if (zero) std::memset(base_ + off, 0, kSizeClasses[cls]);
   // The block's own class (a larger one when refill fell back to it), as free() counts it.
   const uint64_t e = __atomic_load_n(&table_[chunk_of(off)], __ATOMIC_RELAXED);
@@ -243,14 +200,8 @@ void Allocator::free(uint64_t offset) {
   }
   const int cls = EntryClass(e);
   allocated_bytes_.fetch_sub(kSizeClasses[cls], std::memory_order_relaxed);
-  const int slot = thread_slot();
   ClassState& cs = classes_[cls];
-  if (slot < 0) {
-    std::lock_guard<std::mutex> lock(cs.mu);
-    cs.free.push_back(offset);
-    return;
-  }
-  std::vector<uint64_t>& blocks = caches_[slot].blocks[cls];
+  std::vector<uint64_t>& blocks = caches_.local().blocks[cls];
   blocks.push_back(offset);
   const size_t batch = batch_for(kSizeClasses[cls]);
   if (blocks.size() > 2 * batch) {
@@ -270,12 +221,10 @@ uint64_t Allocator::carved_chunks() const {
 
 // ---- epochs ----
 
-Allocator::EpochGuard::EpochGuard(Allocator* a) : alloc_(a), outermost_(false) {
-  const int slot = thread_slot();
-  if (slot < 0) return;  // see retire(): without a slot the thread cannot be protected
-  std::atomic<uint64_t>& mine = a->thread_epoch_[slot];
+Allocator::EpochGuard::EpochGuard(Allocator* a) {
+  std::atomic<uint64_t>& mine = a->epochs_.local().announced;
   if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
-  outermost_ = true;
+  announced_ = &mine;
   // Publish, then re-read: if the global epoch moved between our load and the store,
   // publish again, so no advance can slip between them. One seq_cst store when it did not.
   uint64_t e = a->global_epoch_.load(std::memory_order_relaxed);
@@ -288,7 +237,7 @@ Allocator::EpochGuard::EpochGuard(Allocator* a) : alloc_(a), outermost_(false) {
 }
 
 Allocator::EpochGuard::~EpochGuard() {
-  if (outermost_) alloc_->thread_epoch_[t_slot].store(0, std::memory_order_release);
+  if (announced_ != nullptr) announced_->store(0, std::memory_order_release);
 }
 
 void Allocator::retire(uint64_t offset) {
@@ -307,13 +256,10 @@ void Allocator::reclaim() {
     std::lock_guard<std::mutex> lock(retire_mu_);
     const uint64_t global = global_epoch_.load(std::memory_order_seq_cst);
     bool all_current = true;
-    for (size_t i = 0; i < kMaxThreads; ++i) {
-      const uint64_t e = thread_epoch_[i].load(std::memory_order_seq_cst);
-      if (e != 0 && e != global) {
-        all_current = false;
-        break;
-      }
-    }
+    epochs_.for_each([&](const EpochSlot& slot) {
+      const uint64_t e = slot.announced.load(std::memory_order_seq_cst);
+      if (e != 0 && e != global) all_current = false;
+    });
     if (all_current) global_epoch_.store(global + 1, std::memory_order_seq_cst);
     const uint64_t now = global_epoch_.load(std::memory_order_seq_cst);
     // A block retired in epoch e is unreachable to every guard opened in e+1 or later; once
@@ -422,9 +368,9 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
     classes_[c].bump_chunk = UINT64_MAX;
     classes_[c].bump_next = 0;
   }
-  for (size_t t = 0; t < kMaxThreads; ++t) {
-    for (auto& v : caches_[t].blocks) v.clear();
-  }
+  caches_.for_each([](ThreadCache& c) {
+    for (auto& v : c.blocks) v.clear();
+  });
   {
     std::lock_guard<std::mutex> lock(retire_mu_);
     retired_.clear();

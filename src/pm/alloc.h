@@ -38,6 +38,7 @@
 #include <mutex>
 #include <vector>
 
+#include "pm/thread_registry.h"
 #include "pmindex/index.h"
 #include "pmindex/status.h"
 
@@ -47,7 +48,6 @@ class PersistContext;
 
 inline constexpr uint64_t kChunkSize = 256 * 1024;
 inline constexpr size_t kMaxSmallBlock = 64 * 1024;
-inline constexpr size_t kMaxThreads = 256;  // threads with epoch / cache slots at once
 
 // The chunk table entry, one per chunk, 8 bytes, written with one failure-atomic store.
 //
@@ -106,8 +106,7 @@ class Allocator {
     EpochGuard& operator=(const EpochGuard&) = delete;
 
    private:
-    Allocator* alloc_;
-    bool outermost_;
+    std::atomic<uint64_t>* announced_ = nullptr;  // set by the outermost guard of a thread
   };
   EpochGuard epoch_guard() { return EpochGuard(this); }
   // Frees `offset` once no guard open now remains open.
@@ -133,6 +132,7 @@ class Allocator {
  private:
   struct ClassState;
   struct ThreadCache;
+  struct EpochSlot;
   class RebuildVisitor;
 
   int size_class_for(size_t size) const;
@@ -151,12 +151,12 @@ class Allocator {
   std::mutex chunk_mu_;                  // carving and uncarving
   std::vector<uint8_t> chunk_used_;      // DRAM copy: chunk carved?
   std::unique_ptr<ClassState[]> classes_;
-  std::unique_ptr<ThreadCache[]> caches_;  // indexed by thread slot
+  PerThread<ThreadCache> caches_;  // per thread (thread_registry.h): no lock, no thread limit
   std::atomic<uint64_t> allocated_bytes_{0};
 
   // Epochs.
   std::atomic<uint64_t> global_epoch_{1};
-  std::unique_ptr<std::atomic<uint64_t>[]> thread_epoch_;  // 0 = not in a guard
+  PerThread<EpochSlot> epochs_;  // each thread's announced epoch, 0 = not in a guard
   std::mutex retire_mu_;
   std::vector<std::pair<uint64_t, uint64_t>> retired_;  // (offset, epoch when retired)
 };

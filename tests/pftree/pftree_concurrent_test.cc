@@ -125,5 +125,30 @@ TEST(PFTreeConcurrentTest, PrefixChainsFourThreads) {
   RunConcurrent(Shape::kPrefixChains, 4, Scale(25000), TestSeed(14));
 }
 
+// More threads alive at once than any fixed epoch table held (the limit was 1,024 and the
+// next thread aborted the process): every one reads under its own epoch slot.
+TEST(PFTreeConcurrentTest, MoreThreadsThanAnyFixedTable) {
+  TempDir dir;
+  Options options;
+  options.pool_size = 16 << 20;
+  auto made = CreateIndex("pftree", dir.file("t.pool"), options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Index& index = *made.value();
+  for (uint64_t k = 0; k < 100; ++k) ASSERT_TRUE(index.insert(IntKey(k), IntValue(k)).ok());
+  constexpr int kThreads = 1100;
+  std::atomic<int> arrived{0}, found{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::string v;
+      arrived.fetch_add(1);
+      while (arrived.load() < kThreads) std::this_thread::yield();  // all alive at once
+      found += index.lookup(IntKey(t % 100), &v).ok();
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(found.load(), kThreads);
+}
+
 }  // namespace
 }  // namespace pmindex::testing

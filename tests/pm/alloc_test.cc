@@ -316,3 +316,48 @@ TEST(Allocator, ReclaimNowFreesRetiredBlocksOfAFullPool) {
 
 }  // namespace
 }  // namespace pmindex::pm
+
+namespace pmindex::pm {
+namespace {
+
+// A reader on the 300th live thread (more than any fixed slot table held) is protected by
+// its epoch guard like the first: a block retired while it holds the guard is not freed.
+TEST(AllocatorEpochs, GuardProtectsOnAnyThreadCount) {
+  testing::TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"));
+  Allocator& a = pool->allocator();
+  Result<uint64_t> block = a.allocate(256);
+  ASSERT_TRUE(block.ok());
+  constexpr int kIdle = 299;
+  std::atomic<int> started{0};
+  std::atomic<bool> release{false};
+  std::vector<std::thread> idle;
+  for (int i = 0; i < kIdle; ++i) {
+    idle.emplace_back([&] {
+      { auto g = a.epoch_guard(); }  // takes a thread id and an epoch slot
+      started.fetch_add(1);
+      while (!release.load()) std::this_thread::yield();
+    });
+  }
+  while (started.load() < kIdle) std::this_thread::yield();
+  std::atomic<bool> guarded{false}, done{false};
+  std::thread reader([&] {
+    auto g = a.epoch_guard();
+    guarded.store(true);
+    while (!done.load()) std::this_thread::yield();
+  });
+  while (!guarded.load()) std::this_thread::yield();
+  const uint64_t held = a.allocated_bytes();
+  a.retire(*block);
+  for (int i = 0; i < 5; ++i) a.reclaim();
+  EXPECT_EQ(a.allocated_bytes(), held) << "freed while a guard could still hold it";
+  done.store(true);
+  reader.join();
+  for (int i = 0; i < 5; ++i) a.reclaim();
+  EXPECT_EQ(a.allocated_bytes(), held - 256);
+  release.store(true);
+  for (auto& t : idle) t.join();
+}
+
+}  // namespace
+}  // namespace pmindex::pm

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <vector>
 
+#include "pm/thread_registry.h"
+
 namespace pmindex::pftree {
 
 // Frees what an index retired (a pool block and/or its DRAM metadata).
@@ -28,9 +30,9 @@ class Reclaimer {
 };
 
 class Epoch {
- public:
-  static constexpr int kMaxThreads = 1024;
+  struct Slot;
 
+ public:
   static Epoch& Get();
 
   class Guard {
@@ -39,6 +41,9 @@ class Epoch {
     ~Guard();
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
+
+   private:
+    Slot* slot_;  // the calling thread's
   };
 
   // Queues (offset, aux) for owner->Reclaim once no current guard remains.
@@ -51,6 +56,7 @@ class Epoch {
  private:
   struct alignas(64) Slot {
     std::atomic<uint64_t> announced{0};  // 0 = outside any guard
+    int depth = 0;                       // nested guards of the owning thread
   };
   struct Item {
     Reclaimer* owner;
@@ -59,18 +65,12 @@ class Epoch {
     uint64_t epoch;
   };
   friend class Guard;
-  friend struct ThreadSlotHolder;
 
   Epoch() = default;
-  int AcquireSlot();
-  void ReleaseSlot(int id);
   uint64_t MinAnnounced() const;
 
   std::atomic<uint64_t> global_{1};
-  Slot slots_[kMaxThreads];
-  std::mutex slot_mu_;
-  std::vector<int> free_ids_;
-  int next_id_ = 0;
+  pm::PerThread<Slot> slots_;  // one per thread id (pm/thread_registry.h): no thread limit
   std::mutex retire_mu_;
   std::vector<Item> retired_;
   uint64_t since_collect_ = 0;
