@@ -1,5 +1,5 @@
 // Output of a benchmark run: the environment header and per-workload tables for people,
-// JSON and CSV for programs (the JSON shape is fixed by issue 3; fields may be added, none
+// JSON and CSV for programs (the JSON shape is fixed, doc/bench.md; fields may be added, none
 // renamed), and the plot script call.
 #ifndef PMINDEX_BENCH_REPORT_H_
 #define PMINDEX_BENCH_REPORT_H_

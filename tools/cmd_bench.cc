@@ -1,4 +1,4 @@
-// `pmindex bench`: the workbench (issue 3, doc/bench.md). Also what `pmindex` alone runs.
+// `pmindex bench`: the workbench (doc/bench.md). Also what `pmindex` alone runs.
 #include <signal.h>
 #include <unistd.h>
 
