@@ -120,6 +120,10 @@ class PersistentRadixTree final : public Index {
   Status AddChild(uint64_t* slot, const PrefixHeader& h, uint8_t unit, std::string_view key,
                   std::string_view value);
   Status ExpandLeaf(uint64_t* slot, uint32_t depth, std::string_view key, std::string_view value);
+  // A zeroed small node (its tagged word in *node) and a filled leaf for key/value (its word in
+  // *leaf_word), neither persisted nor linked; nothing is held if either fails.
+  Result<PmLeaf*> NewNodeAndLeaf(std::string_view key, std::string_view value, uint64_t* node,
+                                 uint64_t* leaf_word);
   Status SplitPrefix(uint64_t* slot, const PrefixHeader& h, uint32_t match, std::string_view key,
                      std::string_view value);
   // Puts `word` into an unpublished node: the end word if its key ends at `pos`.

@@ -209,15 +209,9 @@ Status PersistentRadixTree<Ops>::ExpandLeaf(uint64_t* slot, uint32_t depth, std:
   const uint32_t pos = static_cast<uint32_t>(
       CommonUnits<Ops::kBits>(k, old->key_ptr(), depth, std::min(units, old_units)));
   constexpr size_t kSize = Ops::NodeSize(Ops::kSmallTag);
-  Result<uint64_t> off = pool_->allocator().allocate(kSize, /*zero=*/true);
-  if (!off.ok()) return off.status();
-  uint64_t leaf_word;
-  Result<PmLeaf*> l = NewLeaf(*pool_, key, value, &leaf_word);
-  if (!l.ok()) {
-    pool_->allocator().free(*off);
-    return l.status();
-  }
-  const uint64_t nw = MakeChild(*off, Ops::kSmallTag);
+  uint64_t nw, leaf_word;
+  Result<PmLeaf*> l = NewNodeAndLeaf(key, value, &nw, &leaf_word);
+  if (!l.ok()) return l.status();
   base(nw)->header = PrefixHeader::Make<Ops::kBits>(depth, pos - depth, k).Encode();
   Place(nw, pos, k, units, leaf_word);
   Place(nw, pos, old->key_ptr(), old_units, old_word);
@@ -226,6 +220,22 @@ Status PersistentRadixTree<Ops>::ExpandLeaf(uint64_t* slot, uint32_t depth, std:
   pc().fence();
   CommitWord(pc(), slot, nw);
   return Status::OK();
+}
+
+template <typename Ops>
+Result<PmLeaf*> PersistentRadixTree<Ops>::NewNodeAndLeaf(std::string_view key,
+                                                         std::string_view value, uint64_t* node,
+                                                         uint64_t* leaf_word) {
+  Result<uint64_t> off =
+      pool_->allocator().allocate(Ops::NodeSize(Ops::kSmallTag), /*zero=*/true);
+  if (!off.ok()) return off.status();
+  Result<PmLeaf*> l = NewLeaf(*pool_, key, value, leaf_word);
+  if (!l.ok()) {
+    pool_->allocator().free(*off);
+    return l.status();
+  }
+  *node = MakeChild(*off, Ops::kSmallTag);
+  return l;
 }
 
 // The key diverges `match` units into the prefix of the node *slot points at: a new parent
@@ -242,15 +252,9 @@ Status PersistentRadixTree<Ops>::SplitPrefix(uint64_t* slot, const PrefixHeader&
   const uint8_t* below = AnyLeaf(old)->key_ptr();  // the old node's full prefix
   const uint32_t pos = h.depth + match;
   constexpr size_t kSize = Ops::NodeSize(Ops::kSmallTag);
-  Result<uint64_t> off = pool_->allocator().allocate(kSize, /*zero=*/true);
-  if (!off.ok()) return off.status();
-  uint64_t leaf_word;
-  Result<PmLeaf*> l = NewLeaf(*pool_, key, value, &leaf_word);
-  if (!l.ok()) {
-    pool_->allocator().free(*off);
-    return l.status();
-  }
-  const uint64_t parent = MakeChild(*off, Ops::kSmallTag);
+  uint64_t parent, leaf_word;
+  Result<PmLeaf*> l = NewNodeAndLeaf(key, value, &parent, &leaf_word);
+  if (!l.ok()) return l.status();
   base(parent)->header = PrefixHeader::Make<Ops::kBits>(h.depth, match, k).Encode();
   Ops::BuildAdd(*pool_, parent, Span::unit(below, pos), old);
   Place(parent, pos, k, units, leaf_word);
