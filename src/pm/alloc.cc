@@ -33,10 +33,6 @@ struct Allocator::ThreadCache {
   std::vector<uint64_t> blocks[kNumSizeClasses];
 };
 
-struct alignas(64) Allocator::EpochSlot {
-  std::atomic<uint64_t> announced{0};
-};
-
 Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset,
                      PersistContext& persist)
     : base_(base),
@@ -219,72 +215,6 @@ uint64_t Allocator::carved_chunks() const {
   return n;
 }
 
-// ---- epochs ----
-
-Allocator::EpochGuard::EpochGuard(Allocator* a) {
-  std::atomic<uint64_t>& mine = a->epochs_.local().announced;
-  if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
-  announced_ = &mine;
-  // Publish, then re-read: if the global epoch moved between our load and the store,
-  // publish again, so no advance can slip between them. One seq_cst store when it did not.
-  uint64_t e = a->global_epoch_.load(std::memory_order_relaxed);
-  for (;;) {
-    mine.store(e, std::memory_order_seq_cst);
-    const uint64_t now = a->global_epoch_.load(std::memory_order_seq_cst);
-    if (now == e) break;
-    e = now;
-  }
-}
-
-Allocator::EpochGuard::~EpochGuard() {
-  if (announced_ != nullptr) announced_->store(0, std::memory_order_release);
-}
-
-void Allocator::retire(uint64_t offset) {
-  bool full;
-  {
-    std::lock_guard<std::mutex> lock(retire_mu_);
-    retired_.emplace_back(offset, global_epoch_.load(std::memory_order_seq_cst));
-    full = retired_.size() >= 64;
-  }
-  if (full) reclaim();
-}
-
-void Allocator::reclaim() {
-  std::vector<uint64_t> ready;
-  {
-    std::lock_guard<std::mutex> lock(retire_mu_);
-    const uint64_t global = global_epoch_.load(std::memory_order_seq_cst);
-    bool all_current = true;
-    epochs_.for_each([&](const EpochSlot& slot) {
-      const uint64_t e = slot.announced.load(std::memory_order_seq_cst);
-      if (e != 0 && e != global) all_current = false;
-    });
-    if (all_current) global_epoch_.store(global + 1, std::memory_order_seq_cst);
-    const uint64_t now = global_epoch_.load(std::memory_order_seq_cst);
-    // A block retired in epoch e is unreachable to every guard opened in e+1 or later; once
-    // the global epoch reached e+2, every guard of epoch e has closed.
-    auto keep = std::partition(retired_.begin(), retired_.end(),
-                               [now](const auto& r) { return r.second + 2 > now; });
-    for (auto it = keep; it != retired_.end(); ++it) ready.push_back(it->first);
-    retired_.erase(keep, retired_.end());
-  }
-  for (uint64_t off : ready) free(off);
-}
-
-bool Allocator::reclaim_now() {
-  size_t before;
-  {
-    std::lock_guard<std::mutex> lock(retire_mu_);
-    before = retired_.size();
-  }
-  if (before == 0) return false;
-  // Each reclaim() advances the epoch by at most one; a block needs two advances.
-  for (int i = 0; i < 3; ++i) reclaim();
-  std::lock_guard<std::mutex> lock(retire_mu_);
-  return retired_.size() < before;
-}
-
 // ---- recovery ----
 
 class Allocator::RebuildVisitor : public BlockVisitor {
@@ -371,10 +301,7 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
   caches_.for_each([](ThreadCache& c) {
     for (auto& v : c.blocks) v.clear();
   });
-  {
-    std::lock_guard<std::mutex> lock(retire_mu_);
-    retired_.clear();
-  }
+  epoch_.Discard(this);  // rebuilt free state: blocks retired before are free already
   uint64_t allocated = 0;
   bool uncarved = false;
   auto& marks = visitor.marks();

@@ -15,11 +15,13 @@
 // linked (carve fences), so a linked block always lies in a carved chunk; a reachable offset
 // that does not, or one reached twice, is Corruption.
 //
-// Blocks retired while concurrent readers may still hold them are freed through epochs:
-// a reader holds an EpochGuard while it may touch blocks; retire() frees a block once every
-// guard that was open when it was retired has closed. Retired blocks are freed in batches;
-// an index that meets OutOfSpace calls reclaim_now() outside its guard and retries, so
-// nothing freed stays parked while the pool is full.
+// Blocks retired while concurrent readers may still hold them are freed through the pool's
+// Epoch (pm/epoch.h), which the allocator owns: a reader holds a guard while it may touch
+// blocks; retire() frees a block once every guard that was open when it was retired has
+// closed. Retired blocks are freed in batches; an index that meets OutOfSpace calls
+// reclaim_now() outside its guard and retries, so nothing freed stays parked while the pool
+// is full. Indexes that retire DRAM metadata with a block use epoch() with their own
+// Reclaimer.
 //
 // Space reuse: a freed block returns to its size class. When a class has no free block and
 // no chunk can be carved, a free block of a larger class is handed out instead (it keeps its
@@ -38,6 +40,7 @@
 #include <mutex>
 #include <vector>
 
+#include "pm/epoch.h"
 #include "pm/thread_registry.h"
 #include "pmindex/index.h"
 #include "pmindex/status.h"
@@ -74,7 +77,7 @@ inline constexpr uint32_t kSizeClasses[] = {
 inline constexpr size_t kNumSizeClasses = sizeof(kSizeClasses) / sizeof(kSizeClasses[0]);
 static_assert(kSizeClasses[kNumSizeClasses - 1] == kMaxSmallBlock);
 
-class Allocator {
+class Allocator final : private Reclaimer {
  public:
   // `table` points at chunk_count entries in the mapped pool; chunk i starts at
   // data_offset + i * kChunkSize. The free state is empty until rebuild() runs.
@@ -97,26 +100,17 @@ class Allocator {
   // 0 if `offset` lies in no carved chunk.
   size_t block_size(uint64_t offset) const;
 
-  // Epoch-based reclamation for blocks concurrent readers may hold.
-  class EpochGuard {
-   public:
-    explicit EpochGuard(Allocator* a);
-    ~EpochGuard();
-    EpochGuard(const EpochGuard&) = delete;
-    EpochGuard& operator=(const EpochGuard&) = delete;
-
-   private:
-    std::atomic<uint64_t>* announced_ = nullptr;  // set by the outermost guard of a thread
-  };
-  EpochGuard epoch_guard() { return EpochGuard(this); }
+  // Epoch-based reclamation for blocks concurrent readers may hold (pm/epoch.h).
+  Epoch& epoch() { return epoch_; }
+  Epoch::Guard epoch_guard() { return Epoch::Guard(epoch_); }
   // Frees `offset` once no guard open now remains open.
-  void retire(uint64_t offset);
-  // Frees every retired block whose grace period has passed (called by retire() too).
-  void reclaim();
-  // After an OutOfSpace: advances the epoch as far as the open guards allow and frees what
-  // that makes safe. Call it with no guard open in the calling thread (else blocks retired
-  // in its epoch stay retired). True if any block was freed (a retry may succeed).
-  bool reclaim_now();
+  void retire(uint64_t offset) { epoch_.Retire(this, offset, nullptr); }
+  // Frees every retired item whose grace period has passed (Retire does it every batch).
+  void reclaim() { epoch_.Collect(); }
+  // After an OutOfSpace: frees what the open guards allow. Call it with no guard open in the
+  // calling thread (else what was retired since it entered stays retired). True if anything
+  // was reclaimed (a retry may succeed).
+  bool reclaim_now() { return epoch_.Collect() > 0; }
 
   // Recovery: rebuilds the free state. `visit_all` must report every reachable block to the
   // visitor it is given. Blocks not reported become free; chunks with none are uncarved
@@ -132,9 +126,9 @@ class Allocator {
  private:
   struct ClassState;
   struct ThreadCache;
-  struct EpochSlot;
   class RebuildVisitor;
 
+  void Reclaim(uint64_t offset, void*) override { free(offset); }
   int size_class_for(size_t size) const;
   Status refill(int cls, ThreadCache& cache);
   Result<uint64_t> allocate_large(size_t size);
@@ -154,11 +148,7 @@ class Allocator {
   PerThread<ThreadCache> caches_;  // per thread (thread_registry.h): no lock, no thread limit
   std::atomic<uint64_t> allocated_bytes_{0};
 
-  // Epochs.
-  std::atomic<uint64_t> global_epoch_{1};
-  PerThread<EpochSlot> epochs_;  // each thread's announced epoch, 0 = not in a guard
-  std::mutex retire_mu_;
-  std::vector<std::pair<uint64_t, uint64_t>> retired_;  // (offset, epoch when retired)
+  Epoch epoch_;  // after every member free() uses: destroyed first
 };
 
 }  // namespace pmindex::pm

@@ -361,3 +361,61 @@ TEST(AllocatorEpochs, GuardProtectsOnAnyThreadCount) {
 
 }  // namespace
 }  // namespace pmindex::pm
+
+// The epoch itself (pm/epoch.h), with owners that record what they were handed.
+namespace pmindex::pm {
+namespace {
+
+struct Recorder final : Reclaimer {
+  std::vector<uint64_t> reclaimed;
+  void Reclaim(uint64_t offset, void* aux) override {
+    EXPECT_EQ(aux, reinterpret_cast<void*>(offset + 1));
+    reclaimed.push_back(offset);
+  }
+};
+
+TEST(Epoch, AnItemWaitsForEveryGuardOpenWhenItWasRetired) {
+  Epoch epoch;
+  Recorder r;
+  {
+    Epoch::Guard outer(epoch);
+    {
+      Epoch::Guard nested(epoch);  // does not end the outer guard's protection
+    }
+    epoch.Retire(&r, 10, reinterpret_cast<void*>(11));
+    EXPECT_EQ(epoch.Collect(), 0u);
+    std::thread other([&] { EXPECT_EQ(epoch.Collect(), 0u); });  // held back by this thread
+    other.join();
+  }
+  // A guard opened after the retirement does not hold it back.
+  Epoch::Guard later(epoch);
+  EXPECT_EQ(epoch.Collect(), 1u);
+  EXPECT_EQ(r.reclaimed, std::vector<uint64_t>{10});
+  EXPECT_EQ(epoch.pending(), 0u);
+}
+
+TEST(Epoch, InstancesAreIndependentAndDrainAndDiscardTakeOnlyTheirOwner) {
+  Epoch a, b;
+  Recorder ra, rb;
+  Epoch::Guard in_b(b);  // a guard of b does not hold back a
+  a.Retire(&ra, 1, reinterpret_cast<void*>(2));
+  EXPECT_EQ(a.Collect(), 1u);
+  b.Retire(&ra, 3, reinterpret_cast<void*>(4));
+  b.Retire(&rb, 5, reinterpret_cast<void*>(6));
+  b.Retire(&rb, 7, reinterpret_cast<void*>(8));
+  b.Drain(&ra);
+  EXPECT_EQ(ra.reclaimed, (std::vector<uint64_t>{1, 3}));
+  b.Discard(&rb);
+  EXPECT_TRUE(rb.reclaimed.empty());
+  EXPECT_EQ(b.pending(), 0u);
+}
+
+TEST(Epoch, RetireReclaimsInBatches) {
+  Epoch epoch;
+  Recorder r;
+  for (uint64_t i = 0; i < Epoch::kBatch; ++i) epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
+  EXPECT_EQ(r.reclaimed.size(), Epoch::kBatch);  // no guard open: the batch is reclaimed
+}
+
+}  // namespace
+}  // namespace pmindex::pm

@@ -10,7 +10,6 @@
 #include "pm/alloc.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
-#include "radix/pftree/epoch.h"
 #include "radix/pftree/inner_node.h"
 
 namespace pmindex::pftree {
@@ -273,18 +272,18 @@ std::string_view KeyAt(LeafHeader* l, const LeafAux* aux, uint32_t i) {
 }
 
 // Frees orders that scans replaced once no reader can hold them (they are DRAM only).
-class OrderReclaimer final : public Reclaimer {
+class OrderReclaimer final : public pm::Reclaimer {
  public:
   void Reclaim(uint64_t, void* order) override { FreeOrder(static_cast<LeafOrder*>(order)); }
 };
-Reclaimer* OrderReclaimerInstance() {
-  static Reclaimer* r = new OrderReclaimer();  // never destroyed, like the Epoch it serves
+pm::Reclaimer* OrderReclaimerInstance() {
+  static pm::Reclaimer* r = new OrderReclaimer();  // stateless; never destroyed
   return r;
 }
 
 }  // namespace
 
-const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n) {
+const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& epoch) {
   auto less = [&](uint16_t a, uint16_t b) { return KeyLess(KeyAt(l, aux, a), KeyAt(l, aux, b)); };
   for (;;) {
     LeafOrder* cached = aux->order.load(std::memory_order_acquire);
@@ -320,12 +319,14 @@ const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n) {
     std::copy(b, bend, out);
     if (aux->order.compare_exchange_strong(cached, built, std::memory_order_acq_rel,
                                            std::memory_order_relaxed)) {
-      if (cached != nullptr) Epoch::Get().Retire(OrderReclaimerInstance(), 0, cached);
+      if (cached != nullptr) epoch.Retire(OrderReclaimerInstance(), 0, cached);
       return built->idx();
     }
     FreeOrder(built);  // another scan published first: use (or extend) its order
   }
 }
+
+void DrainOrders(pm::Epoch& epoch) { epoch.Drain(OrderReclaimerInstance()); }
 
 uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
                     std::string_view key) {

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pm/epoch.h"
 #include "pm/persist.h"
 #include "pmindex/status.h"
 
@@ -196,11 +197,13 @@ LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error)
 void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<uint32_t>* out);
 
 // The key order of the published entries [0, *n) (dead ones included), for a reader inside an
-// Epoch::Guard; valid until the guard ends. O(1) when the cached order (or the leaf's sorted
+// guard of `epoch` (the pool's); valid until the guard ends. O(1) when the cached order (or the leaf's sorted
 // run) covers *n, which it then may raise to the entries the cached order covers. Otherwise
 // the appended entries it lacks are sorted and merged into a new order that is published for
 // later scans (k log k + k log m key comparisons and one O(m) copy for k new entries).
-const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n);
+const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& epoch);
+// Frees every replaced order retired in `epoch` now (index close: no reader remains).
+void DrainOrders(pm::Epoch& epoch);
 
 // First position in order[0, n) whose key is >= key.
 uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,

@@ -87,7 +87,7 @@ Status PFTree::lookup(std::string_view key, std::string* value) {
     return Status::InvalidArgument("key length out of range");
   }
   const uint8_t fp = Fingerprint(key);
-  Epoch::Guard guard;
+  pm::Epoch::Guard guard(epoch());
   InnerHeader* const top = root();
   if (top == nullptr) return Status::NotFound();
   for (;;) {
@@ -147,7 +147,7 @@ Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
     // Leaf arrays replaced earlier may wait for their grace period (this thread has left its
     // guard, so its own count too); failing that, the reserve block is given back to the
     // allocator, whose larger-class fallback serves any leaf array from it.
-    if (Epoch::Get().Collect() > 0) continue;
+    if (alloc_->reclaim_now()) continue;
     const uint64_t spare = reserve_.exchange(0);
     if (spare == 0) return s;
     alloc_->free(spare);
@@ -168,7 +168,7 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
     if (!r.ok()) return r.status();
     top = *r;
   }
-  Epoch::Guard guard;
+  pm::Epoch::Guard guard(epoch());
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) VersionLock::Backoff(attempt);
     InnerHeader* parent = nullptr;
@@ -511,7 +511,7 @@ void PFTree::FreeBlocks(const std::vector<uint64_t>& blocks) {
 
 void PFTree::Retire(uint64_t ref) {
   void* aux = IsLeafRef(ref) ? reinterpret_cast<void*>(at<LeafHeader>(ref)->aux) : nullptr;
-  Epoch::Get().Retire(this, RefOffset(ref), aux);
+  epoch().Retire(this, RefOffset(ref), aux);
 }
 
 void PFTree::Reclaim(uint64_t offset, void* aux) {

@@ -17,7 +17,8 @@
 // pool), plus the parent when they replace a child (taken with try-lock, restart on
 // failure, so locks are only ever waited for top-down). Readers never lock: they validate
 // the leaf's version and, when they find nothing, that the inner node they stopped at is not
-// obsolete (optimistic lock coupling). Replaced blocks are freed through epochs (epoch.h).
+// obsolete (optimistic lock coupling). Replaced blocks are freed through the pool's epoch
+// (pm/epoch.h).
 //
 // Durable linearizability: every change commits with one persisted store (an entry header, a
 // valid bit, or an 8-byte child reference) made while holding the lock of what it changes;
@@ -38,13 +39,13 @@
 #include "pm/alloc.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
-#include "radix/pftree/epoch.h"
+#include "pm/epoch.h"
 #include "radix/pftree/inner_node.h"
 #include "radix/pftree/leaf_array.h"
 
 namespace pmindex::pftree {
 
-class PFTree final : public Index, private Reclaimer {
+class PFTree final : public Index, private pm::Reclaimer {
  public:
   // Attaches to `pool`; fresh (or a pool whose initialization was interrupted) gets a new
   // root, persisted before it is published.
@@ -68,6 +69,7 @@ class PFTree final : public Index, private Reclaimer {
   Status visit_blocks(BlockVisitor& visitor) override;
   Pool* pool() override { return pool_.get(); }
   pm::PersistContext& pc() const { return pool_->persist_context(); }
+  pm::Epoch& epoch() const { return alloc_->epoch(); }
   Status close() override;
 
  private:

@@ -47,7 +47,7 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) return kRestart;
     LeafAux* aux = AuxOf(leaf);
     uint32_t n = aux->count.load(std::memory_order_acquire);
-    const uint16_t* order = KeyOrder(leaf, aux, &n);  // cached; sorts only new appends
+    const uint16_t* order = KeyOrder(leaf, aux, &n, epoch());  // cached; sorts only new appends
     const size_t before = out->size();
     for (uint32_t i = bounded ? LowerBound(leaf, aux, order, n, cursor) : 0;
          i < n && out->size() < limit; ++i) {  // the scan needs no more: copy no more
@@ -132,7 +132,7 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
 
 bool PFTree::NextBatch(std::string_view cursor, bool inclusive, size_t limit,
                        std::vector<std::pair<std::string, std::string>>* out) {
-  Epoch::Guard guard;
+  pm::Epoch::Guard guard(epoch());
   InnerHeader* top = root();
   if (top == nullptr) return false;
   for (int attempt = 0;; ++attempt) {
@@ -263,7 +263,7 @@ Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys) {
 Status PFTree::verify() {
   if (pool_ == nullptr) return Status::InvalidArgument("pftree: closed");
   if (!recovered_) return Status::Corruption("pftree: DRAM metadata not rebuilt (recover)");
-  Epoch::Guard guard;
+  pm::Epoch::Guard guard(epoch());
   std::string path;
   uint64_t keys = 0;
   InnerHeader* top = root();
@@ -298,7 +298,7 @@ void PFTree::StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]) {
 IndexStats PFTree::stats() {
   IndexStats s;
   if (pool_ == nullptr) return s;
-  Epoch::Guard guard;
+  pm::Epoch::Guard guard(epoch());
   uint64_t counts[6] = {};
   if (root() != nullptr) StatsNode(pool_->offset_of(root()), &s, counts);
   s.nodes = {{"node4", counts[1]},   {"node16", counts[2]},     {"node48", counts[3]},
@@ -416,7 +416,8 @@ void PFTree::FreeAuxNode(uint64_t ref, size_t depth) {
 
 Status PFTree::close() {
   if (pool_ == nullptr) return Status::OK();
-  Epoch::Get().Drain(this);
+  epoch().Drain(this);
+  DrainOrders(epoch());
   // Walk the tree only if recovery proved it sound (or it is new); else free what was built.
   if (recovered_ && root() != nullptr) FreeAuxNode(pool_->offset_of(root()));
   FreeRecoveryAux();

@@ -1,0 +1,101 @@
+// Epoch: the one epoch-based reclamation scheme of the library. Blocks (and the DRAM
+// metadata that goes with them) that concurrent readers may still hold are freed only after
+// every reader that could have reached them has left.
+//
+// Each pool's allocator owns one Epoch (Allocator::epoch()); every index of that pool guards
+// and retires through it, the allocator's own retire() included.
+//
+// A reader (or writer) holds a Guard for the whole operation. On entry the guard announces
+// the global epoch in the thread's slot. Retire() stamps an item with the global epoch and
+// advances it (one fetch_add); Collect() reclaims every item whose stamp is below the smallest
+// epoch announced by a thread inside a guard. Why that is safe: an item is retired after it
+// was unlinked; a guard that announced a later epoch read the global counter (seq_cst, after
+// announcing) at or after the advance, so it synchronizes with the retiring thread and cannot
+// reach the unlinked item. The guard re-reads the counter after announcing and announces
+// again if it moved, so no advance slips between its read and its announcement.
+//
+// Guards nest: an inner guard of a thread that already announced does nothing.
+//
+// Thread safety: all functions are thread-safe. Drain(owner) requires that no thread holds a
+// guard while it may touch `owner`'s items (index close). Destroying the Epoch drops items
+// that were never reclaimed: owners with DRAM to free drain before.
+#ifndef PMINDEX_PM_EPOCH_H_
+#define PMINDEX_PM_EPOCH_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "pm/thread_registry.h"
+
+namespace pmindex::pm {
+
+// Frees what an owner retired: a pool block at `offset` and/or the DRAM object `aux`.
+class Reclaimer {
+ public:
+  virtual ~Reclaimer() = default;
+  virtual void Reclaim(uint64_t offset, void* aux) = 0;
+};
+
+class Epoch {
+  struct Slot;
+
+ public:
+  Epoch() = default;
+  Epoch(const Epoch&) = delete;
+  Epoch& operator=(const Epoch&) = delete;
+
+  class Guard {
+   public:
+    explicit Guard(Epoch& epoch);
+    ~Guard();
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    std::atomic<uint64_t>* announced_ = nullptr;  // set by the outermost guard of a thread
+  };
+
+  // Queues (offset, aux) for owner->Reclaim once no guard open now remains open. Reclaims
+  // what is safe after every kBatch retirements.
+  void Retire(Reclaimer* owner, uint64_t offset, void* aux);
+  // Reclaims every item whose grace period has passed; returns how many. A thread inside a
+  // guard holds back what was retired since it entered.
+  size_t Collect();
+  // Reclaims every item of `owner` now (caller guarantees quiescence).
+  void Drain(Reclaimer* owner);
+  // Drops every item of `owner` unreclaimed (its owner rebuilt its state from scratch).
+  void Discard(Reclaimer* owner);
+  // Items retired and not yet reclaimed.
+  size_t pending() const;
+
+  static constexpr size_t kBatch = 64;
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> announced{0};  // 0 = outside any guard
+  };
+  struct Item {
+    Reclaimer* owner;
+    uint64_t offset;
+    void* aux;
+    uint64_t stamp;  // the global epoch when retired; reclaimable once every guard is later
+  };
+
+  uint64_t MinAnnounced() const;
+  // Moves the items with stamp < min out of retired_ into `ready` (retire_mu_ held).
+  void TakeReady(uint64_t min, std::vector<Item>* ready);
+  // Removes and returns the items of `owner`.
+  std::vector<Item> TakeOwned(Reclaimer* owner);
+
+  std::atomic<uint64_t> global_{1};
+  PerThread<Slot> slots_;  // one per thread id (pm/thread_registry.h): no thread limit
+  mutable std::mutex retire_mu_;
+  std::vector<Item> retired_;
+};
+
+}  // namespace pmindex::pm
+
+#endif  // PMINDEX_PM_EPOCH_H_
