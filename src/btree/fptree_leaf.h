@@ -151,15 +151,15 @@ struct FPTreeLayout {
   static size_t LiveCount(const Leaf* l) { return __builtin_popcountll(Load(l->bitmap)); }
 
   static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
-    if (!version::Lock(&l->version)) return {Outcome::kRetry};
+    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     uint64_t bitmap = l->bitmap;
     const int i = Slot(l, bitmap, key);
     if (op == Op::kInsert && i >= 0) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && i < 0) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kNotFound};
     }
     if (op == Op::kRemove) {
@@ -180,14 +180,14 @@ struct FPTreeLayout {
       Store(l->fp[j], Fingerprint(key));
       pc.persist(&l->fp[j], 1);  // and both before the bitmap names them
       if (reorder) {
-        version::Unlock(&l->version, true);
+        VersionLock::Unlock(&l->version, kGen, true);
         return {Outcome::kDone};
       }
       bitmap = next_bitmap;
     }
     Store(l->bitmap, bitmap);  // commit: one 8-byte store
     pc.persist(&l->bitmap, 8);
-    version::Unlock(&l->version, true);
+    VersionLock::Unlock(&l->version, kGen, true);
     return {Outcome::kDone, bitmap == 0, static_cast<uint32_t>(__builtin_popcountll(bitmap))};
   }
 

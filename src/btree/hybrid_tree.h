@@ -335,7 +335,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
     __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
     const uint64_t lv = LoadAcquire(leaf->version);
-    if (lv & version::kObsolete) continue;
+    if (lv & VersionLock::kObsolete) continue;
     if (!InnerTree::validate(parent, pv)) continue;
     return leaf;
   }
@@ -350,7 +350,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t*
     if (leaf == nullptr) return nullptr;
     __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
-    if (!version::ReadBegin(&leaf->version, kReadersWait, v)) continue;
+    if (!VersionLock::ReadBegin(&leaf->version, kGen, v, kReadersWait)) continue;
     if (!InnerTree::validate(parent, pv)) continue;
     return leaf;
   }
@@ -363,7 +363,7 @@ bool HybridTree<Layout>::find(uint64_t k, uint64_t* value) {
     Leaf* leaf = locate_for_read(k, &v);
     if (leaf == nullptr) return false;
     const bool found = Layout::Find(leaf, k, value);
-    if (version::ReadValidate(&leaf->version, kReadersWait, v)) return found;
+    if (VersionLock::ReadValidate(&leaf->version, v, kReadersWait)) return found;
   }
 }
 
@@ -381,7 +381,7 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
       PrefetchLines(at(next), 0, sizeof(Leaf));  // the whole leaf, for every layout alike
     }
     const size_t n = Layout::CollectSorted(leaf, cursor, buf);
-    if (!version::ReadValidate(&leaf->version, kReadersWait, v)) {
+    if (!VersionLock::ReadValidate(&leaf->version, v, kReadersWait)) {
       leaf = locate_for_read(cursor, &v);  // replaced or changed: read its range again
       continue;
     }
@@ -396,7 +396,7 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
     }
     if (next == 0) return emitted;
     leaf = at(next);
-    if (!version::ReadBegin(&leaf->version, kReadersWait, &v)) {
+    if (!VersionLock::ReadBegin(&leaf->version, kGen, &v, kReadersWait)) {
       cursor = std::max(cursor, Load(leaf->low_key));
       leaf = locate_for_read(cursor, &v);
     }
@@ -425,9 +425,9 @@ bool HybridTree<Layout>::lock_pred(Leaf* leaf, Leaf** pred) {
   *pred = nullptr;
   if (Load(leaf->low_key) == 0) return true;  // the head: its "next" is root_->head
   Leaf* p = prev_of(leaf);
-  if (p == nullptr || !version::TryLock(&p->version)) return false;
+  if (p == nullptr || !VersionLock::TryLock(&p->version, kGen)) return false;
   if (Load(p->next) != off(leaf)) {  // stale hint: the predecessor changed meanwhile
-    version::Unlock(&p->version, false);
+    VersionLock::Unlock(&p->version, kGen, false);
     return false;
   }
   *pred = p;
@@ -443,7 +443,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
                                 [](const Entry& e, uint64_t key) { return e.key < key; });
   const bool present = pos != buf + n && pos->key == k;
   if ((op == Op::kInsert && present) || ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
-    version::Unlock(&leaf->version, false);
+    VersionLock::Unlock(&leaf->version, kGen, false);
     *out = present ? Status::AlreadyExists() : Status::NotFound();
     return true;
   }
@@ -460,7 +460,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
 
   Leaf* pred;
   if (!lock_pred(leaf, &pred)) {
-    version::Unlock(&leaf->version, false);
+    VersionLock::Unlock(&leaf->version, kGen, false);
     return false;
   }
   // Two leaves when more than half full, else one (compaction of an append-only log). A
@@ -479,8 +479,8 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
     if (blocks[0] != 0) s = Status::OK();
   }
   if (!s.ok()) {
-    if (pred != nullptr) version::Unlock(&pred->version, false);
-    version::Unlock(&leaf->version, false);
+    if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
+    VersionLock::Unlock(&leaf->version, kGen, false);
     *out = s;
     return true;
   }
@@ -504,8 +504,8 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   InnerTree::replace_child(parent, idx, a);
   if (b != nullptr) InnerTree::insert_child_after(parent, idx, Load(b->low_key), b);
   InnerTree::unlock(parent);
-  version::RetireAndUnlock(&leaf->version);
-  if (pred != nullptr) version::Unlock(&pred->version, false);
+  VersionLock::MarkObsolete(&leaf->version, kGen);
+  if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
   retire(leaf);
   if constexpr (!kConcurrent) ensure_reserve();  // the leaf just freed, if it was needed
   *out = Status::OK();
@@ -526,18 +526,18 @@ void HybridTree<Layout>::ensure_reserve() {
 template <typename Layout>
 void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
   if (Load(leaf->low_key) == 0) return;  // the head stays (the tree keeps one leaf)
-  if (!version::Lock(&leaf->version)) return;
+  if (!VersionLock::Lock(&leaf->version, kGen)) return;
   Leaf* pred;
   if (Layout::LiveCount(leaf) != 0 || !lock_pred(leaf, &pred)) {
-    version::Unlock(&leaf->version, false);
+    VersionLock::Unlock(&leaf->version, kGen, false);
     return;
   }
   uint32_t idx;
   InnerTree::Node* parent = inner_.lock_parent(Load(leaf->low_key), leaf, false, &idx);
   if (idx == 0) {  // its lower bound lives in an ancestor: keep the (empty) leaf
     InnerTree::unlock(parent);
-    version::Unlock(&pred->version, false);
-    version::Unlock(&leaf->version, false);
+    VersionLock::Unlock(&pred->version, kGen, false);
+    VersionLock::Unlock(&leaf->version, kGen, false);
     return;
   }
   const uint64_t succ = Load(leaf->next);
@@ -546,18 +546,18 @@ void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
   if (succ != 0) set_prev(at(succ), pred);
   InnerTree::remove_child(parent, idx);
   InnerTree::unlock(parent);
-  version::RetireAndUnlock(&leaf->version);
-  version::Unlock(&pred->version, false);
+  VersionLock::MarkObsolete(&leaf->version, kGen);
+  VersionLock::Unlock(&pred->version, kGen, false);
   retire(leaf);
 }
 
 template <typename Layout>
 void HybridTree<Layout>::try_merge(Leaf* leaf) {
-  if (!version::Lock(&leaf->version)) return;
+  if (!VersionLock::Lock(&leaf->version, kGen)) return;
   const uint64_t succ = Load(leaf->next);
   Leaf* right = succ != 0 ? at(succ) : nullptr;
-  if (right == nullptr || !version::TryLock(&right->version)) {
-    version::Unlock(&leaf->version, false);
+  if (right == nullptr || !VersionLock::TryLock(&right->version, kGen)) {
+    VersionLock::Unlock(&leaf->version, kGen, false);
     return;
   }
   Entry buf[2 * kCap];
@@ -565,8 +565,8 @@ void HybridTree<Layout>::try_merge(Leaf* leaf) {
   const size_t n = nl > kMergeBelow ? SIZE_MAX : nl + Layout::CollectSorted(right, 0, buf + nl);
   Leaf* pred = nullptr;
   if (n > kMergeUpTo || !lock_pred(leaf, &pred)) {
-    version::Unlock(&right->version, false);
-    version::Unlock(&leaf->version, false);
+    VersionLock::Unlock(&right->version, kGen, false);
+    VersionLock::Unlock(&leaf->version, kGen, false);
     return;
   }
   uint32_t idx;
@@ -583,9 +583,9 @@ void HybridTree<Layout>::try_merge(Leaf* leaf) {
   }
   if (!block.ok()) {
     InnerTree::unlock(parent);
-    if (pred != nullptr) version::Unlock(&pred->version, false);
-    version::Unlock(&right->version, false);
-    version::Unlock(&leaf->version, false);
+    if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
+    VersionLock::Unlock(&right->version, kGen, false);
+    VersionLock::Unlock(&leaf->version, kGen, false);
     return;
   }
   // Copy-on-write like replace(): the merged leaf is durable before one 8-byte store swings
@@ -603,9 +603,9 @@ void HybridTree<Layout>::try_merge(Leaf* leaf) {
   InnerTree::replace_child(parent, idx, merged);
   InnerTree::remove_child(parent, idx + 1);
   InnerTree::unlock(parent);
-  version::RetireAndUnlock(&right->version);
-  version::RetireAndUnlock(&leaf->version);
-  if (pred != nullptr) version::Unlock(&pred->version, false);
+  VersionLock::MarkObsolete(&right->version, kGen);
+  VersionLock::MarkObsolete(&leaf->version, kGen);
+  if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
   retire(leaf);
   retire(right);
   if constexpr (!kConcurrent) ensure_reserve();
@@ -667,7 +667,7 @@ Status HybridTree<Layout>::verify() {
     const std::string where = "leaf " + std::to_string(leaves.size()) + " at offset " +
                               std::to_string(o);
     if (Status s = Layout::Verify(leaf); !s.ok()) return s.WithContext(where);
-    if (Load(leaf->version) & (version::kLocked | version::kObsolete)) {
+    if (Load(leaf->version) & (VersionLock::kLocked | VersionLock::kObsolete)) {
       return Status::Corruption(where + ": locked or obsolete leaf in the chain");
     }
     if (prev_of(leaf) != prev) return Status::Corruption(where + ": wrong prev pointer");

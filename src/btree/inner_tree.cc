@@ -28,21 +28,17 @@ inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
   return base + (n->keys[base].load(kRelaxed) <= key);
 }
 
-// A stable (unlocked) version; false if the node is obsolete (never, today) .
+// A stable (unlocked) version. Inner nodes are never marked obsolete.
 inline uint64_t StableVersion(const InnerTree::Node* n) {
-  for (;;) {
-    const uint64_t v = n->version.load(std::memory_order_acquire);
-    if (!(v & version::kLocked)) return v;
-    CpuRelax();
-  }
+  uint64_t v = 0;
+  const bool live = VersionLock::ReadBegin(&n->version, kGen, &v);
+  assert(live);
+  (void)live;
+  return v;
 }
 
 inline bool Upgrade(InnerTree::Node* n, uint64_t v) {
-  if (!n->version.compare_exchange_strong(v, v | version::kLocked, std::memory_order_acquire)) {
-    return false;
-  }
-  pm::WriterLocked();
-  return true;
+  return VersionLock::TryUpgrade(&n->version, v);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "pm/seqlock.h"
+#include "btree/leaf_common.h"
 #include "pmindex/status.h"
 
 namespace pmindex::btree {
@@ -36,7 +36,7 @@ class InnerTree {
   static constexpr uint32_t kMaxKeys = 126;  // a node fills 2 KiB
 
   struct alignas(64) Node {
-    std::atomic<uint64_t> version{0};  // bit 0 locked, +4 per change (leaf_common.h)
+    uint64_t version = 0;              // pm::VersionLock word (leaf_common.h)
     std::atomic<uint32_t> count{0};    // keys; count + 1 children
     uint32_t level = 1;                // 1: children are leaves
     std::atomic<uint64_t> keys[kMaxKeys];
@@ -56,17 +56,14 @@ class InnerTree {
   // (so a split that finished before its leaf read is noticed).
   void* find_leaf(uint64_t key, Node** parent, uint64_t* parent_version) const;
   static bool validate(const Node* n, uint64_t v) {
-    return pm::ReadAgain(&n->version) == v;
+    return VersionLock::ReadValidate(&n->version, v);
   }
 
   // Locks the level-1 node that holds `leaf` (whose low key is `low_key`; the caller holds the
   // leaf's lock, so the entry cannot move away) and returns it with the child index. With
   // need_room the node has room for one more child (full nodes on the way are split).
   Node* lock_parent(uint64_t low_key, const void* leaf, bool need_room, uint32_t* index);
-  static void unlock(Node* n) {
-    n->version.store(n->version.load(std::memory_order_relaxed) + 4 - 1,
-                     std::memory_order_release);
-  }
+  static void unlock(Node* n) { VersionLock::Unlock(&n->version, kGen); }
   // Edits of a locked level-1 node.
   static void replace_child(Node* n, uint32_t index, void* leaf);
   static void insert_child_after(Node* n, uint32_t index, uint64_t low_key, void* leaf);

@@ -2,15 +2,15 @@
 // outcomes, relaxed atomic access helpers and the leaf version word.
 //
 // The leaf version word (8 bytes inside each leaf, volatile: reset by recovery, never
-// persisted on purpose) is
-//
-//   bit 0      locked    a writer owns the leaf
-//   bit 1      obsolete  the leaf was replaced (split, compaction or unlink); permanent
-//   bits 63..2 counter   bumped when a writer changes what readers may see
+// persisted on purpose) is a pm::VersionLock word (pm/version_lock.h) of the reset generation:
+// locked while a writer owns the leaf, obsolete (and locked for good) once the leaf was
+// replaced (split, compaction or unlink), its version bumped when a writer changes what
+// readers may see. The inner nodes' words are the same.
 //
 // Readers of layouts whose writers change readable state under the lock (FPTree, RNTree,
-// NV-Tree, wB+-Tree) wait while the lock bit is set and retry when the counter moved. RNTree+DS
-// readers ignore the lock bit: its writers bump the counter only when the leaf is replaced.
+// NV-Tree, wB+-Tree) wait while the lock bit is set and retry when the version moved.
+// RNTree+DS readers ignore the lock bit: its writers bump the version only when the leaf is
+// replaced.
 #ifndef PMINDEX_BTREE_LEAF_COMMON_H_
 #define PMINDEX_BTREE_LEAF_COMMON_H_
 
@@ -20,7 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "pm/seqlock.h"
+#include "pm/version_lock.h"
 
 namespace pmindex::btree {
 
@@ -74,76 +74,9 @@ inline void PrefetchLines(const void* p, size_t from, size_t to) {
   }
 }
 
-namespace version {
-
-inline constexpr uint64_t kLocked = 1;
-inline constexpr uint64_t kObsolete = 2;
-inline constexpr uint64_t kStep = 4;
-
-// Takes the writer lock; false if the leaf is (or becomes) obsolete.
-inline bool Lock(uint64_t* w) {
-  for (;;) {
-    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-    if (v & kObsolete) return false;
-    if (v & kLocked) {
-      CpuRelax();
-      continue;
-    }
-    if (__atomic_compare_exchange_n(w, &v, v | kLocked, false, __ATOMIC_ACQUIRE,
-                                    __ATOMIC_RELAXED)) {
-      pm::WriterLocked();  // seqlock writer order
-      return true;
-    }
-  }
-}
-
-// One attempt; false if locked by another thread or obsolete.
-inline bool TryLock(uint64_t* w) {
-  uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-  if (v & (kLocked | kObsolete)) return false;
-  if (!__atomic_compare_exchange_n(w, &v, v | kLocked, false, __ATOMIC_ACQUIRE,
-                                   __ATOMIC_RELAXED)) {
-    return false;
-  }
-  pm::WriterLocked();
-  return true;
-}
-
-// Releases the lock; `bump` moves the counter so optimistic readers retry.
-inline void Unlock(uint64_t* w, bool bump) {
-  const uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED) & ~kLocked;
-  __atomic_store_n(w, bump ? v + kStep : v, __ATOMIC_RELEASE);
-}
-
-// Marks a locked leaf replaced and releases it: every reader of it retries from the root.
-inline void RetireAndUnlock(uint64_t* w) {
-  const uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED) & ~kLocked;
-  __atomic_store_n(w, (v | kObsolete) + kStep, __ATOMIC_RELEASE);
-}
-
-// A reader's snapshot of the word. Returns false if obsolete. With wait_for_writer the reader
-// spins while a writer holds the lock; otherwise the lock bit is ignored.
-inline bool ReadBegin(const uint64_t* w, bool wait_for_writer, uint64_t* out) {
-  for (;;) {
-    uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-    if (v & kObsolete) return false;
-    if (wait_for_writer && (v & kLocked)) {
-      CpuRelax();
-      continue;
-    }
-    *out = v & ~kLocked;
-    return true;
-  }
-}
-
-// True if nothing a reader may have seen changed since ReadBegin returned `v`. Readers that
-// wait for writers also fail while a writer holds the lock (it may be mid-change).
-inline bool ReadValidate(const uint64_t* w, bool wait_for_writer, uint64_t v) {
-  const uint64_t now = pm::ReadAgain(w);
-  return (wait_for_writer ? now : now & ~kLocked) == v;
-}
-
-}  // namespace version
+using pm::VersionLock;
+// Leaf and inner-node words are reset by recovery (or live in DRAM).
+inline constexpr uint32_t kGen = VersionLock::kResetGeneration;
 
 }  // namespace pmindex::btree
 

@@ -142,15 +142,15 @@ struct NVTreeLayout {
   static size_t LiveCount(const Leaf* l) { return l->live; }
 
   static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
-    if (!version::Lock(&l->version)) return {Outcome::kRetry};
+    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     const int i = Newest(l, key);
     const bool present = i >= 0 && !(l->tombstones >> i & 1);
     if (op == Op::kInsert && present) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && !present) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kNotFound};
     }
     if (l->count == kCapacity) return {Outcome::kFull};
@@ -172,7 +172,7 @@ struct NVTreeLayout {
     } else if (!present) {
       ++l->live;
     }
-    version::Unlock(&l->version, true);
+    VersionLock::Unlock(&l->version, kGen, true);
     return {Outcome::kDone, l->live == 0, static_cast<uint32_t>(l->live)};
   }
 

@@ -158,7 +158,7 @@ struct RNTreeLayout {
     if constexpr (kDual) {
       return Load(l->ds_seq);
     } else {
-      return Load(l->version) & ~version::kLocked;  // others may be trying to lock it
+      return Load(l->version) & ~VersionLock::kLocked;  // others may be trying to lock it
     }
   }
 
@@ -290,12 +290,12 @@ struct RNTreeLayout {
     bool present;
     for (;;) {
       uint64_t v;
-      if (!version::ReadBegin(&l->version, kReadersWaitForWriters, &v)) {
+      if (!VersionLock::ReadBegin(&l->version, kGen, &v, kReadersWaitForWriters)) {
         return {Outcome::kRetry};
       }
       const RNSlotLine& line = *ReadLine(l, v, &stamp);
       present = Search(l, line, Count(line), key, &p);
-      if (LineStable(l, stamp) && version::ReadValidate(&l->version, kReadersWaitForWriters, v)) {
+      if (LineStable(l, stamp) && VersionLock::ReadValidate(&l->version, v, kReadersWaitForWriters)) {
         break;
       }
     }
@@ -305,7 +305,7 @@ struct RNTreeLayout {
     if (op != Op::kRemove) {
       e = Claim(l);
       if (e < 0) {
-        if (!version::Lock(&l->version)) return {Outcome::kRetry};
+        if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
         return {Outcome::kFull};
       }
       Store(l->log[e].key, key);
@@ -314,13 +314,13 @@ struct RNTreeLayout {
     }
     // The leaf may have been replaced while we persisted: then log[e] is in a dead leaf and
     // the operation restarts from the root.
-    if (!version::Lock(&l->version)) return {Outcome::kRetry};
+    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     const RNSlotLine* base = &l->line[l->cur];  // the truth; the stamp says if we searched it
     if (LockedStamp(l) != stamp) {  // slots changed since the search: search again
       present = Search(l, *base, base->count, key, &p);
       if ((op == Op::kInsert && present) ||
           ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
-        version::Unlock(&l->version, false);  // lost a race; log[e] stays unnamed
+        VersionLock::Unlock(&l->version, kGen, false);  // lost a race; log[e] stays unnamed
         return {present ? Outcome::kExists : Outcome::kNotFound};
       }
     }
@@ -341,7 +341,7 @@ struct RNTreeLayout {
     }
     s.count = static_cast<uint8_t>(m);
     CommitSlots(pc, l, s);
-    version::Unlock(&l->version, !kDual);
+    VersionLock::Unlock(&l->version, kGen, !kDual);
     return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 

@@ -140,16 +140,16 @@ struct WBTreeLayout {
   }
 
   static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
-    if (!version::Lock(&l->version)) return {Outcome::kRetry};
+    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     const size_t count = l->slots[0];
     const size_t p = LowerBound(l, key);
     const bool present = p <= count && l->kv[l->slots[p]].key == key;
     if (op == Op::kInsert && present) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && !present) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kNotFound};
     }
     uint8_t slots[64];
@@ -177,7 +177,7 @@ struct WBTreeLayout {
       }
     }
     CommitSlots(pc, l, slots, bitmap);
-    version::Unlock(&l->version, true);
+    VersionLock::Unlock(&l->version, kGen, true);
     return {Outcome::kDone, l->slots[0] == 0, l->slots[0]};
   }
 

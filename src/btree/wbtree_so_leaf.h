@@ -111,17 +111,17 @@ struct WBTreeSOLayout {
   static size_t LiveCount(const Leaf* l) { return Count(l->slots); }
 
   static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
-    if (!version::Lock(&l->version)) return {Outcome::kRetry};
+    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     const uint64_t w = l->slots;
     const size_t n = Count(w);
     const size_t p = LowerBound(l, w, key);
     const bool present = p < n && l->kv[Slot(w, p)].key == key;
     if (op == Op::kInsert && present) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && !present) {
-      version::Unlock(&l->version, false);
+      VersionLock::Unlock(&l->version, kGen, false);
       return {Outcome::kNotFound};
     }
     uint8_t idx[kCapacity + 1];
@@ -150,7 +150,7 @@ struct WBTreeSOLayout {
     }
     l->slots = Make(idx, m);  // commit: one 8-byte store
     pc.persist(&l->slots, 8);
-    version::Unlock(&l->version, true);
+    VersionLock::Unlock(&l->version, kGen, true);
     return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 
