@@ -172,6 +172,8 @@ std::string ReportJson(const BenchReport& report) {
     j["ops"] = r.ops;
     j["seconds"] = r.seconds;
     j["mops"] = r.mops;
+    j["cpu_seconds"] = r.cpu_seconds;
+    j["mops_per_cpu_second"] = r.mops_per_cpu_second;
     j["latency_ns"] = {{"p50", r.latency.p50},
                        {"p99", r.latency.p99},
                        {"p999", r.latency.p999},

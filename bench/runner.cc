@@ -1,6 +1,7 @@
 #include "bench/runner.h"
 
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,7 @@ struct ThreadResult {
   uint64_t ops = 0;
   uint64_t failed = 0;
   uint64_t logical_bytes = 0;
+  double cpu_seconds = 0;  // the thread's CPU time in the timed rounds
   std::string first_error;  // first unexpected Status (not AlreadyExists/NotFound)
 
   void error(const Status& s) {
@@ -87,6 +89,13 @@ class StopCheck {
   Clock::duration cap_;
   Clock::time_point deadline_{};
 };
+
+// CPU time of the calling thread (a system call: called per round, never per operation).
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 // A measured phase: `chunks` rounds of prepare (clock stopped: draw and encode a thread's
 // next operations) and run (clock running). One round for every phase whose operations fit
@@ -143,10 +152,16 @@ PhaseOutcome RunPhase(Pool* pool, int threads, const PhaseBody& body, uint32_t s
       for (int c = 0; c < body.chunks; c++) {
         if (!done && body.prepare) body.prepare(t, c);
         resume.arrive_and_wait();
+        const double cpu0 = ThreadCpuSeconds();
         if (!done) done = !body.run(t, c, results[t]);
-        if (c + 1 < body.chunks) pause.arrive_and_wait();
+        if (c + 1 < body.chunks) {
+          results[t].cpu_seconds += ThreadCpuSeconds() - cpu0;
+          pause.arrive_and_wait();
+        } else {
+          drain_media();
+          results[t].cpu_seconds += ThreadCpuSeconds() - cpu0;
+        }
       }
-      drain_media();
     });
   }
   for (std::thread& w : workers) w.join();
@@ -159,6 +174,7 @@ PhaseOutcome RunPhase(Pool* pool, int threads, const PhaseBody& body, uint32_t s
     out.total.ops += r.ops;
     out.total.failed += r.failed;
     out.total.logical_bytes += r.logical_bytes;
+    out.total.cpu_seconds += r.cpu_seconds;
     if (out.total.first_error.empty()) out.total.first_error = r.first_error;
   }
   out.interrupted = stop != nullptr && stop->load();
@@ -457,6 +473,9 @@ void FillResult(const PhaseOutcome& ph, BenchResult* r) {
   r->failed = ph.total.failed;
   r->seconds = ph.seconds;
   r->mops = ph.seconds > 0 ? static_cast<double>(ph.total.ops) / ph.seconds / 1e6 : 0;
+  r->cpu_seconds = ph.total.cpu_seconds;
+  r->mops_per_cpu_second =
+      ph.total.cpu_seconds > 0 ? static_cast<double>(ph.total.ops) / ph.total.cpu_seconds / 1e6 : 0;
   r->latency.p50 = ph.total.histogram.percentile(0.50);
   r->latency.p99 = ph.total.histogram.percentile(0.99);
   r->latency.p999 = ph.total.histogram.percentile(0.999);

@@ -95,6 +95,10 @@ struct BenchResult {
   uint64_t failed = 0;   // lookups that missed, conditional writes refused
   double seconds = 0;
   double mops = 0;
+  // CPU time of the worker threads in the measured phase (summed), and ops per CPU second:
+  // unlike `mops`, not lowered by time the threads spent descheduled on a shared machine.
+  double cpu_seconds = 0;
+  double mops_per_cpu_second = 0;
   LatencySummary latency;
   PersistCounters counters;  // measured phase only
   double per_op_persist_calls = 0, per_op_flushes = 0, per_op_fences = 0,
