@@ -1,13 +1,20 @@
-// Latency measurement: a cheap cycle clock and a log-linear histogram.
+// Latency measurement: a cheap cycle clock, a sampler choosing which operations to time, and
+// a log-linear histogram.
 //
-// Every operation is timed with two TSC reads, converted to nanoseconds with a factor
-// calibrated once against steady_clock. A bare rdtsc may run before earlier instructions
-// finish, so an operation's closing fence stall could land in the next operation's sample:
-// the start stamp is fenced (lfence; rdtsc) and the end stamp waits for everything before it
-// (rdtscp). Together about 15 ns on this machine, against 50 for two clock_gettime calls. The histogram keeps 64 sub-buckets per power of two (1.6%
+// A timed operation gets two TSC reads, converted to nanoseconds with a factor calibrated
+// once against steady_clock. A bare rdtsc may run before earlier instructions finish, so an
+// operation's closing fence stall could land in the next operation's sample: the start stamp
+// is fenced (lfence; rdtsc) and the end stamp waits for everything before it (rdtscp; lfence).
+// Those fences serialise the CPU: independent operations around a stamp can no longer overlap
+// their cache misses, so stamping every operation lowers throughput (a radix lookup loop ran
+// at less than half its unstamped rate). The workbench therefore stamps one operation in N
+// (LatencySampler, N = BenchConfig::latency_sample, 64 by default), as PiBench samples a
+// fraction of its operations: throughput carries the cost of 1/N stamps, and the percentiles
+// are those of the sample. The histogram keeps 64 sub-buckets per power of two (1.6%
 // resolution), exact below 128 ns.
 //
-// Thread safety: a histogram belongs to one thread; merge() them afterwards.
+// Thread safety: a sampler and a histogram belong to one thread; merge() histograms
+// afterwards.
 #ifndef PMINDEX_BENCH_LATENCY_H_
 #define PMINDEX_BENCH_LATENCY_H_
 
@@ -30,6 +37,35 @@ inline uint64_t CycleEnd() {  // end of a timed section
 }
 // Nanoseconds per TSC tick (calibrated on first use, ~20 ms).
 double NanosPerCycle();
+
+// Chooses the operations to time: one in `every` on average (0: none, 1: all). The gaps
+// between sampled operations are drawn uniformly from 1..2*every-1 with a generator of the
+// sampler's own, so the sample does not lock onto a period of the workload (a split every k
+// inserts) and the operation stream, drawn from other generators, does not depend on it.
+class LatencySampler {
+ public:
+  LatencySampler(uint32_t every, uint64_t seed)
+      : every_(every), state_(seed | 1), countdown_(every == 0 ? 0 : Gap()) {}
+  // Whether the next operation is timed.
+  bool next() {
+    if (countdown_ == 0 || --countdown_ != 0) return false;
+    countdown_ = Gap();
+    return true;
+  }
+
+ private:
+  uint64_t Gap() {
+    if (every_ <= 1) return 1;
+    state_ ^= state_ << 13;  // xorshift64: the sampler needs no statistical quality
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    const uint64_t span = 2 * static_cast<uint64_t>(every_) - 1;
+    return 1 + static_cast<uint64_t>((static_cast<unsigned __int128>(state_) * span) >> 64);
+  }
+  uint32_t every_;
+  uint64_t state_;
+  uint64_t countdown_;  // 0: never sample
+};
 
 class LatencyHistogram {
  public:

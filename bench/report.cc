@@ -64,6 +64,14 @@ void PrintTable(std::FILE* out, const std::vector<Column>& cols,
 
 }  // namespace
 
+std::string LatencyMethod(uint32_t every) {
+  if (every == 0) return "not measured (no operation stamped)";
+  const std::string stamp = "lfence; rdtsc before, rdtscp; lfence after";
+  if (every == 1) return "every operation stamped (" + stamp + "; throughput includes the stamps)";
+  return "sampled, 1 operation in " + std::to_string(every) + " stamped at random gaps (" +
+         stamp + "); the others run unstamped";
+}
+
 void PrintEnvironment(const Environment& env, std::FILE* out) {
   std::fprintf(out, "pmindex %s bench (%s build), %s\n", env.version.c_str(), env.build.c_str(),
                env.date.c_str());
@@ -81,6 +89,7 @@ void PrintEnvironment(const Environment& env, std::FILE* out) {
 
 void PrintReport(const BenchReport& report, std::FILE* out) {
   PrintEnvironment(report.environment, out);
+  std::fprintf(out, "  latency:    %s\n", LatencyMethod(report.latency_sample).c_str());
   // Tables in order of first appearance of (workload, threads).
   std::vector<std::pair<std::string, int>> order;
   for (const BenchResult& r : report.results) {
@@ -148,7 +157,9 @@ std::string ReportJson(const BenchReport& report) {
                       {"transparent_huge_pages", e.transparent_huge_pages},
                       {"huge_pages", e.huge_pages},
                       {"seed", e.seed},
-                      {"date", e.date}};
+                      {"date", e.date},
+                      {"latency_sample_every", report.latency_sample},
+                      {"latency_method", LatencyMethod(report.latency_sample)}};
   ordered_json results = ordered_json::array();
   for (const BenchResult& r : report.results) {
     ordered_json j;
@@ -161,11 +172,15 @@ std::string ReportJson(const BenchReport& report) {
     j["ops"] = r.ops;
     j["seconds"] = r.seconds;
     j["mops"] = r.mops;
+    j["cpu_seconds"] = r.cpu_seconds;
+    j["mops_per_cpu_second"] = r.mops_per_cpu_second;
     j["latency_ns"] = {{"p50", r.latency.p50},
                        {"p99", r.latency.p99},
                        {"p999", r.latency.p999},
                        {"max", r.latency.max},
-                       {"mean", r.latency.mean}};
+                       {"mean", r.latency.mean},
+                       {"samples", r.latency.samples},
+                       {"sample_every", r.latency.sample_every}};
     j["per_op"] = {{"persist_calls", r.per_op_persist_calls},
                    {"flushes", r.per_op_flushes},
                    {"fences", r.per_op_fences},

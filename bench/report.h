@@ -15,6 +15,8 @@ namespace pmindex::bench {
 // The environment header, then one table per (workload, threads), then skipped indexes.
 void PrintReport(const BenchReport& report, std::FILE* out);
 void PrintEnvironment(const Environment& env, std::FILE* out);
+// How latency was measured, for a BenchConfig::latency_sample of `every` (table and JSON).
+std::string LatencyMethod(uint32_t every);
 
 // The JSON document of a report (see doc/bench.md for every field).
 std::string ReportJson(const BenchReport& report);

@@ -1,12 +1,15 @@
 #include "bench/runner.h"
 
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <cstdarg>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -27,16 +30,30 @@ using Clock = std::chrono::steady_clock;
 
 // What one worker thread measured.
 struct ThreadResult {
+  LatencySampler sampler{0, 1};
   LatencyHistogram histogram;
   uint64_t ops = 0;
   uint64_t failed = 0;
   uint64_t logical_bytes = 0;
+  double cpu_seconds = 0;  // the thread's CPU time in the timed rounds
   std::string first_error;  // first unexpected Status (not AlreadyExists/NotFound)
 
   void error(const Status& s) {
     if (first_error.empty()) first_error = s.ToString();
   }
 };
+
+// Runs one operation, stamping it when the sampler picks it (see latency.h): the operations
+// in between run with no fence or timestamp of the workbench's around them.
+template <class Op>
+inline auto Measured(ThreadResult& r, double ns_per_cycle, Op&& op) {
+  r.ops++;
+  if (!r.sampler.next()) return op();
+  const uint64_t c0 = CycleNow();
+  auto result = op();
+  r.histogram.add(static_cast<uint64_t>(static_cast<double>(CycleEnd() - c0) * ns_per_cycle));
+  return result;
+}
 
 struct PhaseOutcome {
   double seconds = 0;
@@ -45,14 +62,15 @@ struct PhaseOutcome {
   bool interrupted = false;
 };
 
-// Tells workers when to stop early: Ctrl-C or the --seconds cap.
+// Tells workers when to stop early: Ctrl-C or the --seconds cap, counted from start() with
+// the time the clock was stopped between rounds added back.
 class StopCheck {
  public:
-  StopCheck(std::atomic<bool>* stop, double seconds) : stop_(stop), capped_(seconds > 0) {
-    if (capped_) {
-      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(seconds));
-    }
+  StopCheck(std::atomic<bool>* stop, double seconds)
+      : stop_(stop),
+        capped_(seconds > 0),
+        cap_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))) {
+    start();
   }
   // Cheap enough to call every few hundred operations.
   bool operator()() const {
@@ -60,50 +78,103 @@ class StopCheck {
     return capped_ && Clock::now() >= deadline_;
   }
   bool interrupted() const { return stop_ != nullptr && stop_->load(); }
+  void start() {
+    if (capped_) deadline_ = Clock::now() + cap_;
+  }
+  void extend(Clock::duration d) { deadline_ += d; }
 
  private:
   std::atomic<bool>* stop_;
   bool capped_;
+  Clock::duration cap_;
   Clock::time_point deadline_{};
 };
 
-// Runs body(thread, result) on `threads` workers as one measured phase (see runner.h).
-// `pool` (nullptr for pool-less baselines) is the pool whose counters the phase reports.
-PhaseOutcome RunPhase(Pool* pool, int threads,
-                      const std::function<void(int, ThreadResult&)>& body,
-                      std::atomic<bool>* stop) {
+// CPU time of the calling thread (a system call: called per round, never per operation).
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// A measured phase: `chunks` rounds of prepare (clock stopped: draw and encode a thread's
+// next operations) and run (clock running). One round for every phase whose operations fit
+// the preparation budget (BenchConfig::prepare_bytes); longer runs prepare in chunks, and the phase's
+// seconds are the sum of the rounds' run times.
+struct PhaseBody {
+  int chunks = 1;
+  std::function<void(int thread, int chunk)> prepare;  // may be empty
+  // False: this thread has finished (stopped, or no keys left) and skips later rounds.
+  std::function<bool(int thread, int chunk, ThreadResult&)> run;
+};
+
+// Runs `body` on `threads` workers as one measured phase (see runner.h). `pool` (nullptr for
+// pool-less baselines) is the pool whose counters the phase reports. Worker t samples
+// latency with LatencySampler(sample_every, from seed and t).
+PhaseOutcome RunPhase(Pool* pool, int threads, const PhaseBody& body, uint32_t sample_every,
+                      uint64_t seed, StopCheck* stop_check, std::atomic<bool>* stop) {
   PhaseOutcome out;
   PersistCounters before;
-  Clock::time_point t0;
+  Clock::time_point t0, paused;
+  Clock::duration elapsed{0};
+  bool first_round = true;
   pm::PersistContext* pc = pool != nullptr ? &pool->persist_context() : nullptr;
   auto drain_media = [pc] {
     if (pc != nullptr) pc->drain_media();
   };
   drain_media();  // the main thread's creation/preload writes belong to no phase
-  auto start_phase = [&]() noexcept {
-    if (pc != nullptr) before = pc->counters();
+  auto resume_clock = [&]() noexcept {
+    if (first_round) {
+      if (pc != nullptr) before = pc->counters();
+      if (stop_check != nullptr) stop_check->start();
+      first_round = false;
+    } else if (stop_check != nullptr) {
+      stop_check->extend(Clock::now() - paused);
+    }
     t0 = Clock::now();
   };
-  std::barrier start(threads, start_phase);
+  auto pause_clock = [&]() noexcept {
+    paused = Clock::now();
+    elapsed += paused - t0;
+  };
+  std::barrier resume(threads, resume_clock);
+  std::barrier pause(threads, pause_clock);
   std::vector<ThreadResult> results(threads);
+  for (int t = 0; t < threads; t++) {
+    results[t].sampler =
+        LatencySampler(sample_every, Mix64(seed ^ 0x5a3e'9c1d'0000'0000ull ^ static_cast<uint64_t>(t)));
+  }
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; t++) {
     workers.emplace_back([&, t] {
       drain_media();
-      start.arrive_and_wait();
-      body(t, results[t]);
-      drain_media();
+      bool done = false;
+      for (int c = 0; c < body.chunks; c++) {
+        if (!done && body.prepare) body.prepare(t, c);
+        resume.arrive_and_wait();
+        const double cpu0 = ThreadCpuSeconds();
+        if (!done) done = !body.run(t, c, results[t]);
+        if (c + 1 < body.chunks) {
+          results[t].cpu_seconds += ThreadCpuSeconds() - cpu0;
+          pause.arrive_and_wait();
+        } else {
+          drain_media();
+          results[t].cpu_seconds += ThreadCpuSeconds() - cpu0;
+        }
+      }
     });
   }
   for (std::thread& w : workers) w.join();
   const Clock::time_point t1 = Clock::now();
+  elapsed += t1 - t0;
   if (pc != nullptr) out.counters = pc->counters() - before;
-  out.seconds = std::chrono::duration<double>(t1 - t0).count();
+  out.seconds = std::chrono::duration<double>(elapsed).count();
   for (ThreadResult& r : results) {
     out.total.histogram.merge(r.histogram);
     out.total.ops += r.ops;
     out.total.failed += r.failed;
     out.total.logical_bytes += r.logical_bytes;
+    out.total.cpu_seconds += r.cpu_seconds;
     if (out.total.first_error.empty()) out.total.first_error = r.first_error;
   }
   out.interrupted = stop != nullptr && stop->load();
@@ -124,13 +195,11 @@ struct RunContext {
   uint64_t seed;  // per workload
 };
 
-inline void Timed(ThreadResult& r, double ns_per_cycle, uint64_t c0) {
-  r.histogram.add(static_cast<uint64_t>(static_cast<double>(CycleEnd() - c0) * ns_per_cycle));
-  r.ops++;
-}
-
 // Inserts ids claimed from space.hi until `end` (load, preload, the insert micro-workload).
-void InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r) {
+// Ids are claimed as the operations run, not drawn beforehand: with several threads and a
+// --seconds cap, ids handed out in advance would leave holes in [lo, hi). Encoding a claimed
+// id is a multiply and a byte swap for int keys.
+bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r) {
   const double nspc = NanosPerCycle();
   char buf[KeyCodec::kBufferSize];
   for (uint64_t i = 0;; i++) {
@@ -141,9 +210,7 @@ void InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, Th
       break;
     }
     const std::string_view key = ctx.codec->encode(id, buf);
-    const uint64_t c0 = CycleNow();
-    const Status s = ctx.index->insert(key, IntValue(id));
-    Timed(r, nspc, c0);
+    const Status s = Measured(r, nspc, [&] { return ctx.index->insert(key, IntValue(id)); });
     if (!s.ok()) {
       r.failed++;
       if (!s.IsAlreadyExists()) r.error(s);
@@ -151,122 +218,199 @@ void InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, Th
       r.logical_bytes += key.size() + 8;
     }
   }
+  return false;
 }
 
-// One worker of a YCSB mix or micro-workload: `ops` operations.
-void MixWorker(const RunContext& ctx, const Workload& w, int t, int threads, uint64_t ops,
-               uint64_t lo, uint64_t hi, const StopCheck& stop, ThreadResult& r) {
-  const BenchConfig& cfg = *ctx.config;
-  const double nspc = NanosPerCycle();
-  Rng rng(Mix64(ctx.seed ^ (static_cast<uint64_t>(t) << 32)));
-  const uint64_t n = hi > lo ? hi - lo : 1;
-  const Distribution::Kind kind = w.latest ? Distribution::Kind::kLatest : cfg.dist.kind;
-  std::unique_ptr<ScrambledZipfianGenerator> zipf;
-  if (kind == Distribution::Kind::kZipfian) {
-    zipf = std::make_unique<ScrambledZipfianGenerator>(n, cfg.dist.theta);
+enum class OpKind : uint8_t { kRead, kUpdate, kInsert, kScan, kReadModifyWrite, kRemove };
+
+// One worker's operation stream of a YCSB mix or micro-workload. prepare() draws the next
+// operations and encodes their keys with the clock stopped, consuming the generator exactly
+// as drawing each operation just before running it would (so a seed gives the same stream
+// as ever); run() executes them. Inserts and removes claim their ids from the shared
+// counters as they run (see InsertWorker). The `latest` distribution counts back from the
+// newest id: single-threaded that is hi + the inserts drawn so far, as when drawn inline;
+// with T threads the stream assumes the others inserted as many (hi + T * own inserts).
+class MixStream {
+ public:
+  MixStream(const RunContext& ctx, const Workload& w, int t, int threads, uint64_t ops,
+            uint64_t lo, uint64_t hi)
+      : ctx_(ctx),
+        w_(w),
+        threads_(threads),
+        ops_(ops),
+        lo_(lo),
+        hi_(hi),
+        n_(hi > lo ? hi - lo : 1),
+        kind_(w.latest ? Distribution::Kind::kLatest : ctx.config->dist.kind),
+        rng_(Mix64(ctx.seed ^ (static_cast<uint64_t>(t) << 32))),
+        latest_(n_, w.latest ? 0.99 : ctx.config->dist.theta),
+        cursor_(n_ * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads)),
+        stride_(ctx.codec->max_size()),
+        tag_((ctx.seed & 0xffff) << 48 | static_cast<uint64_t>(t) << 40) {
+    if (kind_ == Distribution::Kind::kZipfian) {
+      zipf_ = std::make_unique<ScrambledZipfianGenerator>(n_, ctx.config->dist.theta);
+    }
   }
-  SkewedLatestGenerator latest(n, w.latest ? 0.99 : cfg.dist.theta);
-  uint64_t cursor = n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
-  auto choose = [&]() -> uint64_t {
-    switch (kind) {
+
+  // Operations one chunk of a thread may hold (see BenchConfig::prepare_bytes).
+  static uint64_t ChunkOps(uint64_t budget, size_t stride, int threads) {
+    const uint64_t per_op = stride + sizeof(uint16_t) + sizeof(OpKind);
+    return std::max<uint64_t>(64, budget / static_cast<uint64_t>(threads) / per_op);
+  }
+
+  // Draws this thread's operations [ops * c / chunks, ops * (c + 1) / chunks).
+  void prepare(int c, int chunks) {
+    const uint64_t from = ops_ * static_cast<uint64_t>(c) / static_cast<uint64_t>(chunks);
+    const uint64_t to = ops_ * static_cast<uint64_t>(c + 1) / static_cast<uint64_t>(chunks);
+    first_ = from;
+    count_ = to - from;
+    kinds_.resize(count_);
+    sizes_.resize(count_);
+    keys_.resize(count_ * stride_);
+    const OpMix& m = w_.mix;
+    const uint32_t c_read = m.read, c_update = c_read + m.update, c_insert = c_update + m.insert,
+                   c_scan = c_insert + m.scan, c_rmw = c_scan + m.rmw;
+    for (uint64_t j = 0; j < count_; j++) {
+      const uint32_t dice = static_cast<uint32_t>(rng_.uniform(100));
+      OpKind k;
+      if (dice < c_read) {
+        k = OpKind::kRead;
+      } else if (dice < c_update) {
+        k = OpKind::kUpdate;
+      } else if (dice < c_insert) {
+        k = OpKind::kInsert;
+        inserts_++;
+      } else if (dice < c_scan) {
+        k = OpKind::kScan;
+      } else if (dice < c_rmw) {
+        k = OpKind::kReadModifyWrite;
+      } else {
+        k = OpKind::kRemove;
+      }
+      kinds_[j] = k;
+      sizes_[j] = 0;
+      if (k != OpKind::kInsert && k != OpKind::kRemove) {
+        sizes_[j] = static_cast<uint16_t>(
+            ctx_.codec->encode(choose(), buf_).size());
+        std::memcpy(&keys_[j * stride_], buf_, sizes_[j]);
+      }
+    }
+  }
+
+  // Runs the prepared operations; false when the thread is done.
+  bool run(const StopCheck& stop, ThreadResult& r) {
+    const double nspc = NanosPerCycle();
+    Index* const index = ctx_.index;
+    const uint32_t scan_length = ctx_.config->scan_length;
+    for (uint64_t j = 0; j < count_; j++) {
+      if ((j & 255) == 0 && stop()) return false;
+      const uint64_t i = first_ + j;
+      const std::string_view key(&keys_[j * stride_], sizes_[j]);
+      switch (kinds_[j]) {
+        case OpKind::kRead: {
+          const bool found = Measured(r, nspc, [&] { return index->lookup(key, &value_).ok(); });
+          if (!found) r.failed++;
+          break;
+        }
+        case OpKind::kUpdate: {
+          const Status s = Measured(r, nspc, [&] { return index->update(key, IntValue(tag_ | i)); });
+          Written(s, key, r, /*insert=*/false);
+          break;
+        }
+        case OpKind::kInsert: {
+          const uint64_t id = ctx_.space->hi.fetch_add(1, std::memory_order_relaxed);
+          const std::string_view k = ctx_.codec->encode(id, buf_);
+          const Status s = Measured(r, nspc, [&] { return index->insert(k, IntValue(id)); });
+          Written(s, k, r, /*insert=*/true);
+          break;
+        }
+        case OpKind::kScan: {
+          const size_t got = Measured(r, nspc, [&] {
+            return index->scan(key, scan_length, [&](std::string_view sk, std::string_view sv) {
+              scanned_ += sk.size() + sv.size();
+              return true;
+            });
+          });
+          if (got == 0) r.failed++;
+          break;
+        }
+        case OpKind::kReadModifyWrite: {
+          const Status s = Measured(r, nspc, [&] {
+            if (!index->lookup(key, &value_).ok()) return Status::NotFound();
+            return index->update(key, IntValue(IntValue::Decode(value_) + 1));
+          });
+          Written(s, key, r, /*insert=*/false);
+          break;
+        }
+        case OpKind::kRemove: {
+          const uint64_t id = ctx_.space->lo.fetch_add(1, std::memory_order_relaxed);
+          if (id >= hi_) {
+            ctx_.space->lo.fetch_sub(1, std::memory_order_relaxed);
+            return false;  // every key is gone
+          }
+          const std::string_view k = ctx_.codec->encode(id, buf_);
+          const Status s = Measured(r, nspc, [&] { return index->remove(k); });
+          if (!s.ok()) {
+            r.failed++;
+            if (!s.IsNotFound()) r.error(s);
+          } else {
+            r.logical_bytes += k.size();
+          }
+          break;
+        }
+      }
+    }
+    asm volatile("" : : "r"(scanned_));
+    return first_ + count_ < ops_;
+  }
+
+ private:
+  uint64_t choose() {
+    switch (kind_) {
       case Distribution::Kind::kUniform:
-        return lo + rng.uniform(n);
+        return lo_ + rng_.uniform(n_);
       case Distribution::Kind::kZipfian:
-        return lo + zipf->next(rng);
+        return lo_ + zipf_->next(rng_);
       case Distribution::Kind::kSequential:
-        return lo + (cursor++ % n);
+        return lo_ + (cursor_++ % n_);
       case Distribution::Kind::kLatest: {
-        const uint64_t now_hi = ctx.space->hi.load(std::memory_order_relaxed);
-        return lo + latest.next(rng, now_hi > lo ? now_hi - lo : 1);
+        const uint64_t now_hi = hi_ + inserts_ * static_cast<uint64_t>(threads_);
+        return lo_ + latest_.next(rng_, now_hi > lo_ ? now_hi - lo_ : 1);
       }
     }
-    return lo;
-  };
-  const OpMix& m = w.mix;
-  const uint32_t c_read = m.read, c_update = c_read + m.update, c_insert = c_update + m.insert,
-                 c_scan = c_insert + m.scan, c_rmw = c_scan + m.rmw;
-  char buf[KeyCodec::kBufferSize];
-  std::string value;
-  uint64_t scanned = 0;
-  const uint64_t tag = (ctx.seed & 0xffff) << 48 | static_cast<uint64_t>(t) << 40;
-  for (uint64_t i = 0; i < ops; i++) {
-    if ((i & 255) == 0 && stop()) break;
-    const uint32_t dice = static_cast<uint32_t>(rng.uniform(100));
-    if (dice < c_read) {
-      const std::string_view key = ctx.codec->encode(choose(), buf);
-      const uint64_t c0 = CycleNow();
-      const bool found = ctx.index->lookup(key, &value).ok();
-      Timed(r, nspc, c0);
-      if (!found) r.failed++;
-    } else if (dice < c_update) {
-      const std::string_view key = ctx.codec->encode(choose(), buf);
-      const uint64_t c0 = CycleNow();
-      const Status s = ctx.index->update(key, IntValue(tag | i));
-      Timed(r, nspc, c0);
-      if (!s.ok()) {
-        r.failed++;
-        if (!s.IsNotFound()) r.error(s);
-      } else {
-        r.logical_bytes += key.size() + 8;
-      }
-    } else if (dice < c_insert) {
-      const uint64_t id = ctx.space->hi.fetch_add(1, std::memory_order_relaxed);
-      const std::string_view key = ctx.codec->encode(id, buf);
-      const uint64_t c0 = CycleNow();
-      const Status s = ctx.index->insert(key, IntValue(id));
-      Timed(r, nspc, c0);
-      if (!s.ok()) {
-        r.failed++;
-        if (!s.IsAlreadyExists()) r.error(s);
-      } else {
-        r.logical_bytes += key.size() + 8;
-      }
-    } else if (dice < c_scan) {
-      const std::string_view key = ctx.codec->encode(choose(), buf);
-      const uint64_t c0 = CycleNow();
-      const size_t got = ctx.index->scan(key, cfg.scan_length, [&](std::string_view k,
-                                                                   std::string_view v) {
-        scanned += k.size() + v.size();
-        return true;
-      });
-      Timed(r, nspc, c0);
-      if (got == 0) r.failed++;
-    } else if (dice < c_rmw) {
-      const std::string_view key = ctx.codec->encode(choose(), buf);
-      const uint64_t c0 = CycleNow();
-      Status s = Status::NotFound();
-      if (ctx.index->lookup(key, &value).ok()) {
-        s = ctx.index->update(key, IntValue(IntValue::Decode(value) + 1));
-      }
-      Timed(r, nspc, c0);
-      if (!s.ok()) {
-        r.failed++;
-        if (!s.IsNotFound()) r.error(s);
-      } else {
-        r.logical_bytes += key.size() + 8;
-      }
+    return lo_;
+  }
+  static void Written(const Status& s, std::string_view key, ThreadResult& r, bool insert) {
+    if (!s.ok()) {
+      r.failed++;
+      if (!(insert ? s.IsAlreadyExists() : s.IsNotFound())) r.error(s);
     } else {
-      const uint64_t id = ctx.space->lo.fetch_add(1, std::memory_order_relaxed);
-      if (id >= hi) {
-        ctx.space->lo.fetch_sub(1, std::memory_order_relaxed);
-        break;  // every key is gone
-      }
-      const std::string_view key = ctx.codec->encode(id, buf);
-      const uint64_t c0 = CycleNow();
-      const Status s = ctx.index->remove(key);
-      Timed(r, nspc, c0);
-      if (!s.ok()) {
-        r.failed++;
-        if (!s.IsNotFound()) r.error(s);
-      } else {
-        r.logical_bytes += key.size();
-      }
+      r.logical_bytes += key.size() + 8;
     }
   }
-  asm volatile("" : : "r"(scanned));
-}
 
-void TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& mine,
+  const RunContext& ctx_;
+  const Workload& w_;
+  const int threads_;
+  const uint64_t ops_, lo_, hi_, n_;
+  const Distribution::Kind kind_;
+  Rng rng_;
+  std::unique_ptr<ScrambledZipfianGenerator> zipf_;
+  SkewedLatestGenerator latest_;
+  uint64_t cursor_;
+  const size_t stride_;
+  const uint64_t tag_;
+  uint64_t inserts_ = 0;  // inserts drawn so far
+  uint64_t first_ = 0, count_ = 0;
+  std::vector<OpKind> kinds_;
+  std::vector<uint16_t> sizes_;
+  std::vector<char> keys_;
+  std::string value_;
+  uint64_t scanned_ = 0;
+  char buf_[KeyCodec::kBufferSize];
+};
+
+bool TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& mine,
                  const StopCheck& stop, ThreadResult& r) {
   const double nspc = NanosPerCycle();
   std::string value;
@@ -275,34 +419,30 @@ void TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& 
     if ((i & 255) == 0 && stop()) break;
     const TraceOp& op = trace.ops[mine[i]];
     const std::string_view key = trace.key(op);
-    const uint64_t c0 = CycleNow();
-    Status s;
-    switch (op.type) {
-      case OpType::kInsert:
-        s = index->insert(key, IntValue(op.line));
-        break;
-      case OpType::kUpdate:
-        s = index->update(key, IntValue(op.line));
-        break;
-      case OpType::kRead:
-        s = index->lookup(key, &value);
-        break;
-      case OpType::kScan:
-        if (index->scan(key, op.scan_count, [&](std::string_view k, std::string_view v) {
-              scanned += k.size() + v.size();
-              return true;
-            }) == 0 &&
-            op.scan_count > 0) {
-          s = Status::NotFound();
-        }
-        break;
-      case OpType::kRemove:
-        s = index->remove(key);
-        break;
-      case OpType::kReadModifyWrite:
-        break;
-    }
-    Timed(r, nspc, c0);
+    const Status s = Measured(r, nspc, [&] {
+      switch (op.type) {
+        case OpType::kInsert:
+          return index->insert(key, IntValue(op.line));
+        case OpType::kUpdate:
+          return index->update(key, IntValue(op.line));
+        case OpType::kRead:
+          return index->lookup(key, &value);
+        case OpType::kScan:
+          if (index->scan(key, op.scan_count, [&](std::string_view k, std::string_view v) {
+                scanned += k.size() + v.size();
+                return true;
+              }) == 0 &&
+              op.scan_count > 0) {
+            return Status::NotFound();
+          }
+          return Status::OK();
+        case OpType::kRemove:
+          return index->remove(key);
+        case OpType::kReadModifyWrite:
+          break;
+      }
+      return Status::OK();
+    });
     if (!s.ok()) {
       r.failed++;
       if (!s.IsNotFound() && !s.IsAlreadyExists()) r.error(s);
@@ -313,6 +453,7 @@ void TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& 
     }
   }
   asm volatile("" : : "r"(scanned));
+  return false;
 }
 
 // Splits a trace among threads by key hash, so every key's operations stay in order in one
@@ -332,11 +473,15 @@ void FillResult(const PhaseOutcome& ph, BenchResult* r) {
   r->failed = ph.total.failed;
   r->seconds = ph.seconds;
   r->mops = ph.seconds > 0 ? static_cast<double>(ph.total.ops) / ph.seconds / 1e6 : 0;
+  r->cpu_seconds = ph.total.cpu_seconds;
+  r->mops_per_cpu_second =
+      ph.total.cpu_seconds > 0 ? static_cast<double>(ph.total.ops) / ph.total.cpu_seconds / 1e6 : 0;
   r->latency.p50 = ph.total.histogram.percentile(0.50);
   r->latency.p99 = ph.total.histogram.percentile(0.99);
   r->latency.p999 = ph.total.histogram.percentile(0.999);
   r->latency.max = ph.total.histogram.max();
   r->latency.mean = ph.total.histogram.mean();
+  r->latency.samples = ph.total.histogram.count();
   r->counters = ph.counters;
   const double ops = ph.total.ops > 0 ? static_cast<double>(ph.total.ops) : 1.0;
   r->per_op_persist_calls = static_cast<double>(ph.counters.persist_calls) / ops;
@@ -475,6 +620,7 @@ BenchResult Runner::NewResult(const std::string& index, const std::string& workl
   r.distribution = dist;
   r.mode = PersistModeName(cfg_.mode);
   r.durability = pool_ != nullptr ? pool_->durability() : DurabilityClass(index, cfg_.mode);
+  r.latency.sample_every = cfg_.latency_sample;
   return r;
 }
 
@@ -539,10 +685,12 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
                threads, threads == 1 ? "" : "s");
       StopCheck stop(cfg_.stop, 0);  // a replay is never cut short
       Index* idx = index.get();
-      PhaseOutcome ph = RunPhase(
-          index->pool(), threads,
-          [&](int t, ThreadResult& r) { TraceWorker(idx, trace, parts[t], stop, r); },
-          cfg_.stop);
+      PhaseBody body;
+      body.run = [&](int t, int, ThreadResult& r) {
+        return TraceWorker(idx, trace, parts[t], stop, r);
+      };
+      PhaseOutcome ph = RunPhase(index->pool(), threads, body, cfg_.latency_sample,
+                                 Mix64(cfg_.seed ^ static_cast<uint64_t>(i)), &stop, cfg_.stop);
       BenchResult r = NewResult(name, names[i], threads, "trace");
       r.keys = live;
       FillResult(ph, &r);
@@ -562,9 +710,10 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
       // Never capped by --seconds: every index must hold the same keys for the run phases.
       StopCheck stop(cfg_.stop, 0);
       const uint64_t end = space.hi.load() + cfg_.keys;
-      PhaseOutcome ph = RunPhase(
-          index->pool(), threads, [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); },
-          cfg_.stop);
+      PhaseBody body;
+      body.run = [&](int, int, ThreadResult& r) { return InsertWorker(ctx, end, stop, r); };
+      PhaseOutcome ph = RunPhase(index->pool(), threads, body, cfg_.latency_sample,
+                                 Mix64(cfg_.seed ^ Mix64(workload_no)), &stop, cfg_.stop);
       if (ph.interrupted) return Status::Busy("interrupted");
       if (measured) {
         BenchResult r = NewResult(name, "load", threads, insert_dist);
@@ -668,19 +817,28 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
                dist.c_str());
       StopCheck stop(cfg_.stop, cfg_.seconds);
       PhaseOutcome ph;
+      PhaseBody body;
+      std::vector<std::unique_ptr<MixStream>> streams;
       if (w.mix.insert == 100) {
         const uint64_t end = hi + cfg_.ops;
-        ph = RunPhase(index->pool(), threads,
-                      [&](int, ThreadResult& r) { InsertWorker(ctx, end, stop, r); }, cfg_.stop);
+        body.run = [&, end](int, int, ThreadResult& r) {
+          return InsertWorker(ctx, end, stop, r);
+        };
       } else {
-        ph = RunPhase(index->pool(), threads,
-            [&](int t, ThreadResult& r) {
-              const uint64_t mine = cfg_.ops / threads + (static_cast<uint64_t>(t) <
-                                                          cfg_.ops % threads);
-              MixWorker(ctx, w, t, threads, mine, lo, hi, stop, r);
-            },
-            cfg_.stop);
+        uint64_t most = 0;
+        for (int t = 0; t < threads; t++) {
+          const uint64_t mine =
+              cfg_.ops / threads + (static_cast<uint64_t>(t) < cfg_.ops % threads);
+          most = std::max(most, mine);
+          streams.push_back(std::make_unique<MixStream>(ctx, w, t, threads, mine, lo, hi));
+        }
+        const uint64_t chunk = MixStream::ChunkOps(cfg_.prepare_bytes, codec_->max_size(), threads);
+        body.chunks = static_cast<int>(std::max<uint64_t>(1, (most + chunk - 1) / chunk));
+        body.prepare = [&](int t, int c) { streams[t]->prepare(c, body.chunks); };
+        body.run = [&](int t, int, ThreadResult& r) { return streams[t]->run(stop, r); };
       }
+      ph = RunPhase(index->pool(), threads, body, cfg_.latency_sample, ctx.seed, &stop,
+                    cfg_.stop);
       BenchResult r = NewResult(name, w.name, threads, dist);
       r.keys = hi - lo;
       FillResult(ph, &r);
@@ -715,6 +873,7 @@ Status Runner::Run() {
     return Status::InvalidArgument(cfg_.pool_dir + ": pool directory does not exist");
   }
   report_->environment = DetectEnvironment(cfg_.pool_dir, cfg_.mode, cfg_.seed);
+  report_->latency_sample = cfg_.latency_sample;
   tracing_ = !cfg_.trace_load.empty() || !cfg_.trace_run.empty();
   if (tracing_) {
     if (Status s = ParseTrace(cfg_.trace_load, 0, &load_trace_); !s.ok()) return s;

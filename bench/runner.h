@@ -11,7 +11,11 @@
 // distribution, so no bookkeeping of live keys is needed and every index sees the same
 // stream for a given seed and thread count.
 //
-// Measured phase: every worker calls pm::drain_media() before the start barrier and after
+// Measured phase: operations of mix workloads are drawn and their keys encoded before the
+// clock starts (in chunks of at most BenchConfig::prepare_bytes, the clock stopped between
+// chunks); inserts and removes claim ids as they run. Latency is sampled: one
+// operation in BenchConfig::latency_sample is stamped, the others run back to back.
+// Every worker calls pm::drain_media() before the start barrier and after
 // its last operation, and per-op counts are deltas of the pool's counters (Pool::counters) around the phase, so
 // the preload is never counted and buffered XPLines are charged to the phase that wrote them.
 //
@@ -37,6 +41,8 @@
 
 namespace pmindex::bench {
 
+inline constexpr uint32_t kDefaultLatencySample = 64;
+
 struct BenchConfig {
   std::vector<std::string> indexes;  // registry names
   std::vector<Workload> workloads;
@@ -54,6 +60,12 @@ struct BenchConfig {
   uint64_t seed = 1;
   bool keep_pools = false;
   bool prefault = true;  // Options::prefault for every pool the bench creates
+  // Latency: stamp one operation in this many (1: every one, 0: none; see latency.h).
+  // Throughput is measured on the same run, so it carries the cost of 1/N stamps.
+  uint32_t latency_sample = kDefaultLatencySample;
+  // Prepared (drawn and encoded) operations a phase may hold, over all threads, before it
+  // prepares them in chunks with the clock stopped in between.
+  uint64_t prepare_bytes = 256ull << 20;
   std::string trace_load, trace_run;  // both set: replay traces instead of workloads
   bool verify = true;                 // Index::verify() after each index's last workload
   bool progress = true;               // progress lines on stderr
@@ -68,6 +80,8 @@ struct BenchConfig {
 struct LatencySummary {
   uint64_t p50 = 0, p99 = 0, p999 = 0, max = 0;
   double mean = 0;
+  uint64_t samples = 0;  // operations timed (about ops / sample_every)
+  uint32_t sample_every = 0;  // BenchConfig::latency_sample of the run
 };
 
 struct BenchResult {
@@ -81,6 +95,10 @@ struct BenchResult {
   uint64_t failed = 0;   // lookups that missed, conditional writes refused
   double seconds = 0;
   double mops = 0;
+  // CPU time of the worker threads in the measured phase (summed), and ops per CPU second:
+  // unlike `mops`, not lowered by time the threads spent descheduled on a shared machine.
+  double cpu_seconds = 0;
+  double mops_per_cpu_second = 0;
   LatencySummary latency;
   PersistCounters counters;  // measured phase only
   double per_op_persist_calls = 0, per_op_flushes = 0, per_op_fences = 0,
@@ -98,6 +116,7 @@ struct BenchResult {
 
 struct BenchReport {
   Environment environment;
+  uint32_t latency_sample = 0;  // BenchConfig::latency_sample of the run
   std::vector<BenchResult> results;
   std::vector<std::string> skipped;  // "<index>: <reason>"
   bool verify_failed = false;

@@ -43,6 +43,7 @@ struct BenchArgs {
   std::vector<std::string> trace;
   bool keep_pools = false;
   bool no_prefault = false;
+  uint32_t latency_sample = bench::kDefaultLatencySample;
   bool no_verify = false;
   bool quiet = false;
 };
@@ -115,6 +116,7 @@ int RunBenchCommand(const BenchArgs& args) {
   cfg.seed = args.seed;
   cfg.keep_pools = args.keep_pools;
   cfg.prefault = !args.no_prefault;
+  cfg.latency_sample = args.latency_sample;
   if (args.trace.size() == 2) {
     cfg.trace_load = args.trace[0];
     cfg.trace_run = args.trace[1];
@@ -260,6 +262,11 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("--seconds", a->seconds,
                   "Cap per measured run phase in seconds (not load or trace replay; 0 = none)")
       ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  sub->add_option("--latency-sample", a->latency_sample,
+                  "Stamp one operation in N for latency (1: every operation, whose fences "
+                  "then serialise the CPU and lower throughput; 0: none)")
+      ->check(CLI::Range(0u, 1u << 30))
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   sub->add_option("--json", a->json, "Write results as JSON to FILE");

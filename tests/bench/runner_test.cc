@@ -102,6 +102,56 @@ TEST(RunnerTest, JsonHasTheIssueShape) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// Latency sampling and chunked preparation change what is timed, never what runs: the
+// same operations (ops, failures, persist counts, final contents) with every operation
+// stamped and prepared 64 at a time as with 1 in 64 stamped and one chunk.
+TEST(RunnerTest, SamplingAndChunkingChangeNoOperation) {
+  TempDir dir;
+  const uint64_t seed = TestSeed(11);
+  SCOPED_TRACE(SeedTrace(seed));
+  BenchConfig c = SmallConfig(dir, {"testlist"}, "load,a,d,e,f,insert,update,remove", 400, 700);
+  c.seed = seed;
+  std::map<std::string, std::string> contents[2];
+  BenchReport reports[2];
+  for (int run = 0; run < 2; run++) {
+    c.latency_sample = run == 0 ? kDefaultLatencySample : 1;
+    c.prepare_bytes = run == 0 ? c.prepare_bytes : 1;  // chunks of 64 operations
+    c.inspect = [&](Index& index) { contents[run] = Contents(index); };
+    ASSERT_TRUE(RunBench(c, &reports[run]).ok());
+  }
+  EXPECT_EQ(contents[0], contents[1]);
+  ASSERT_EQ(reports[0].results.size(), reports[1].results.size());
+  EXPECT_EQ(reports[0].latency_sample, kDefaultLatencySample);
+  for (size_t i = 0; i < reports[0].results.size(); i++) {
+    const BenchResult& a = reports[0].results[i];
+    const BenchResult& b = reports[1].results[i];
+    SCOPED_TRACE(a.workload);
+    EXPECT_EQ(a.ops, b.ops);
+    EXPECT_EQ(a.failed, b.failed);
+    EXPECT_EQ(a.counters, b.counters);
+    EXPECT_EQ(a.logical_bytes, b.logical_bytes);
+    EXPECT_EQ(b.latency.samples, b.ops);
+    EXPECT_EQ(b.latency.sample_every, 1u);
+    // Gaps of 1..127: about ops / 64 samples, never fewer than ops / 127.
+    EXPECT_GE(a.latency.samples, a.ops / 127);
+    EXPECT_LE(a.latency.samples, a.ops / 16);
+    EXPECT_EQ(a.latency.sample_every, kDefaultLatencySample);
+  }
+  const nlohmann::json doc = nlohmann::json::parse(ReportJson(reports[0]));
+  EXPECT_EQ(doc["environment"]["latency_sample_every"], kDefaultLatencySample);
+  EXPECT_EQ(doc["results"][0]["latency_ns"]["sample_every"], kDefaultLatencySample);
+  EXPECT_TRUE(doc["results"][0]["latency_ns"]["samples"].is_number_unsigned());
+
+  c.latency_sample = 0;  // no latency at all
+  c.inspect = nullptr;
+  BenchReport none;
+  ASSERT_TRUE(RunBench(c, &none).ok());
+  for (const BenchResult& r : none.results) {
+    EXPECT_EQ(r.latency.samples, 0u);
+    EXPECT_EQ(r.latency.p50, 0u);
+  }
+}
+
 TEST(RunnerTest, PerOpCountsAreDeterministicAndZeroForVolatileBaselines) {
   TempDir dir;
   const uint64_t seed = TestSeed(7);
