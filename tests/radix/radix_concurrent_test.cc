@@ -8,7 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include <mutex>
+#include <shared_mutex>
+
 #include "pmindex/index.h"
+#include "radix/common/rw_lock.h"
 #include "radix/radix_test_util.h"
 
 namespace pmindex::testing {
@@ -59,6 +63,46 @@ TEST_P(RadixConcurrentTest, ReadersSeePublishedKeysWhileOneWriterRuns) {
   EXPECT_FALSE(failed.load());
   EXPECT_EQ(index.stats().keys, n);
   EXPECT_TRUE(index.verify().ok());
+}
+
+// The lock itself: a writer is alone (no reader and no other writer inside), readers share,
+// and a writer gets in while readers keep re-entering (writers first).
+TEST(RadixRwLockTest, WritersExcludeEveryoneAndAreNotStarved) {
+  radix::RwLock lock;
+  std::atomic<int> readers_in{0}, writers_in{0};
+  std::atomic<bool> failed{false}, stop{false};
+  uint64_t guarded = 0;  // written only under the writer lock, read under the reader lock
+  const int rounds = static_cast<int>(Scale(2000));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      uint64_t seen = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        std::shared_lock r(lock);
+        readers_in.fetch_add(1);
+        if (writers_in.load() != 0) failed = true;
+        if (guarded < seen) failed = true;  // the writer only counts up
+        seen = guarded;
+        readers_in.fetch_sub(1);
+      }
+    });
+  }
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < rounds; ++i) {
+        std::unique_lock w(lock);
+        if (writers_in.fetch_add(1) != 0 || readers_in.load() != 0) failed = true;
+        ++guarded;
+        writers_in.fetch_sub(1);
+      }
+    });
+  }
+  for (auto& w : writers) w.join();  // returns only if writers are not starved
+  stop = true;
+  for (auto& r : threads) r.join();
+  EXPECT_FALSE(failed.load());
+  EXPECT_EQ(guarded, static_cast<uint64_t>(2 * rounds));
 }
 
 INSTANTIATE_TEST_SUITE_P(Radix, RadixConcurrentTest, ::testing::Values("wort", "woart", "art"));

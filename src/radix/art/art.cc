@@ -97,16 +97,13 @@ Status Art::lookup(std::string_view key, std::string* value) {
     if (IsLeaf(r)) {
       const Leaf* l = art::AsLeaf(r);
       if (l->key() != key) return Status::NotFound();
-      if (value) value->assign(l->value());
+      if (value) CopyValue(l->data + l->key_len, l->value_len, value);
       return Status::OK();
     }
+    // Optimistic path compression: the prefix is skipped, the leaf compare checks it.
     auto* n = reinterpret_cast<Node*>(r);
-    if (n->prefix_len != 0) {
-      if (depth + n->prefix_len > len) return Status::NotFound();
-      const unsigned stored = std::min<uint32_t>(n->prefix_len, art::kArtPrefix);
-      if (std::memcmp(n->prefix, k + depth, stored) != 0) return Status::NotFound();
-      depth += n->prefix_len;  // the rest is checked at the leaf
-    }
+    depth += n->prefix_len;
+    if (depth > len) return Status::NotFound();
     if (depth == len) {
       r = n->end;
       continue;

@@ -12,12 +12,46 @@ using art::Leaf;
 using art::Node;
 using art::Ref;
 
+// A scan is one descent and an in-order walk that does not wait for its cache misses one
+// by one: entering a node it prefetches the children it will visit, and leaves past `start`
+// are queued unread (up to kScanBatch) and emitted together, once their lines have arrived
+// (as PersistentRadixTree's scan).
+constexpr size_t kScanBatch = 64;
+constexpr unsigned kScanPrefetchChildren = 16;
+
 struct Art::ScanState {
   std::string_view start;
-  size_t max_count;
+  size_t max_count = 0;
   size_t emitted = 0;
-  ScanCallback* fn;
+  ScanCallback* fn = nullptr;
+  size_t queued = 0;
+  const Leaf* queue[kScanBatch];  // leaves reached, not yet emitted
 };
+
+namespace {
+
+// Emits the queued leaves; false once the callback stopped or max_count is reached.
+template <typename State>
+bool ScanFlush(State& st) {
+  const size_t n = st.queued;
+  st.queued = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ++st.emitted;
+    if (!(*st.fn)(st.queue[i]->key(), st.queue[i]->value())) return false;
+  }
+  return st.emitted < st.max_count;
+}
+
+void ScanPrefetch(Ref r) {
+  const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
+  __builtin_prefetch(p);
+  if (!IsLeaf(r)) {  // header, end and the first keys and children
+    __builtin_prefetch(p + 64);
+    __builtin_prefetch(p + 128);
+  }
+}
+
+}  // namespace
 
 struct Art::Totals {
   uint64_t nodes[4] = {};
@@ -30,8 +64,9 @@ bool Art::ScanRef(Ref r, size_t depth, bool bounded, ScanState& st) const {
   if (IsLeaf(r)) {
     const Leaf* l = art::AsLeaf(r);
     if (bounded && l->key() < st.start) return true;
-    ++st.emitted;
-    return (*st.fn)(l->key(), l->value()) && st.emitted < st.max_count;
+    st.queue[st.queued++] = l;
+    if (st.queued == kScanBatch || st.emitted + st.queued >= st.max_count) return ScanFlush(st);
+    return true;
   }
   auto* n = reinterpret_cast<const Node*>(r);
   const size_t pos = depth + n->prefix_len;
@@ -51,8 +86,14 @@ bool Art::ScanRef(Ref r, size_t depth, bool bounded, ScanState& st) const {
       }
     }
   }
-  if (!ScanRef(n->end, pos, bounded && su > pos, st)) return false;
   const int first = bounded && su > pos ? s[pos] : -1;
+  if (n->end != 0) ScanPrefetch(n->end);
+  unsigned ahead = 0;
+  art::ForEachChild(n, first, [&ahead](uint8_t, Ref c) {
+    ScanPrefetch(c);
+    return ++ahead < kScanPrefetchChildren;
+  });
+  if (!ScanRef(n->end, pos, bounded && su > pos, st)) return false;
   return art::ForEachChild(n, first, [&](uint8_t b, Ref c) {
     return ScanRef(c, pos + 1, static_cast<int>(b) == first, st);
   });
@@ -61,8 +102,11 @@ bool Art::ScanRef(Ref r, size_t depth, bool bounded, ScanState& st) const {
 size_t Art::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
-  ScanState st{start, max_count, 0, &fn};
-  ScanRef(root_, 0, true, st);
+  ScanState st;  // the queue is left uninitialized
+  st.start = start;
+  st.max_count = max_count;
+  st.fn = &fn;
+  if (ScanRef(root_, 0, true, st) && st.queued != 0) ScanFlush(st);
   return st.emitted;
 }
 

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 #include "pmindex/status.h"
@@ -84,6 +85,17 @@ inline size_t CommonUnits(const uint8_t* a, const uint8_t* b, size_t from, size_
 
 inline const uint8_t* Bytes(std::string_view s) {
   return reinterpret_cast<const uint8_t*>(s.data());
+}
+
+// *out = the `n` bytes at `p`. A string that already has that size (a caller reusing one
+// buffer for values of one size, as every 8-byte-value workload does) is overwritten in place
+// without std::string's general replace path.
+inline void CopyValue(const void* p, size_t n, std::string* out) {
+  if (out->size() == n) {
+    std::memcpy(out->data(), p, n);
+  } else {
+    out->assign(static_cast<const char*>(p), n);
+  }
 }
 
 // memcmp order on byte strings.

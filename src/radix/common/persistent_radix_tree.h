@@ -154,6 +154,8 @@ class PersistentRadixTree final : public Index {
   const PmLeaf* AnyLeaf(uint64_t w) const;
 
   bool ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st);
+  bool ScanFlush(ScanState& st);
+  void ScanPrefetch(uint64_t w) const;
   Status VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path);
   Status Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn);
   Status Corruption(const std::string& what) const {

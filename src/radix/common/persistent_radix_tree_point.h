@@ -78,6 +78,12 @@ PrefixHeader PersistentRadixTree<Ops>::RepairHeader(uint64_t w, uint32_t depth, 
   return fixed;
 }
 
+// Optimistic path compression, as ART's lookup: only each node's discriminating position
+// is read from its header; the skipped prefix units are checked once, by comparing the
+// whole key at the leaf (a key that diverges inside a prefix reaches some other leaf or an
+// empty slot). The position survives an interrupted split unchanged, so a stale header would
+// route correctly; it is still repaired here (one compare on the common path) so that the
+// first traversal after a crash makes it durable, as every traversal does.
 template <typename Ops>
 Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value) {
   if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
@@ -90,14 +96,14 @@ Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value
     if (IsLeafChild(w)) {
       const PmLeaf* l = leaf(w);
       if (!l->KeyEquals(key)) return Status::NotFound();
-      if (value) value->assign(l->value());
+      if (value) CopyValue(l->value_ptr(), l->value_len, value);
       return Status::OK();
     }
-    const PrefixHeader h = Header(w, depth);
-    if (h.pos() > units) return Status::NotFound();
-    for (unsigned i = 0; i < h.stored(); ++i)
-      if (h.prefix[i] != Span::unit(k, depth + i)) return Status::NotFound();
-    depth = h.pos();
+    uint64_t hw = LoadWord(&base(w)->header);
+    if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
+      hw = RepairHeader(w, depth, hw).Encode();
+    depth = PrefixHeader::PosOf(hw);
+    if (depth > units) return Status::NotFound();
     if (depth == units) {
       w = base(w)->end;
     } else {

@@ -12,13 +12,47 @@
 
 namespace pmindex::radix {
 
+// A scan is one descent to `start` and an in-order walk from there (the recursion is the
+// stack of (node, child) positions). Its cost is cache misses on blocks scattered over the
+// pool, one per leaf and per node, so the walk does not wait for them one by one: entering a
+// node it prefetches the children it will visit, and leaves past `start` are not read when
+// reached but queued (up to kScanBatch) and emitted together, by which time their lines have
+// arrived. Only the leaves that may lie below `start` (bounded) are read on the way.
+inline constexpr size_t kScanBatch = 64;
+inline constexpr unsigned kScanPrefetchChildren = 16;
+
 template <typename Ops>
 struct PersistentRadixTree<Ops>::ScanState {
   std::string_view start;
-  size_t max_count;
+  size_t max_count = 0;
   size_t emitted = 0;
-  ScanCallback* fn;
+  ScanCallback* fn = nullptr;
+  size_t queued = 0;
+  uint64_t queue[kScanBatch];  // leaf words reached, not yet emitted
 };
+
+// Emits the queued leaves; false once the callback stopped or max_count is reached.
+template <typename Ops>
+bool PersistentRadixTree<Ops>::ScanFlush(ScanState& st) {
+  const size_t n = st.queued;
+  st.queued = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const PmLeaf* l = leaf(st.queue[i]);
+    ++st.emitted;
+    if (!(*st.fn)(l->key(), l->value())) return false;
+  }
+  return st.emitted < st.max_count;
+}
+
+template <typename Ops>
+void PersistentRadixTree<Ops>::ScanPrefetch(uint64_t w) const {
+  const char* p = pool_->at<char>(ChildOffset(w));
+  __builtin_prefetch(p);
+  if (!IsLeafChild(w)) {  // header, end and the first children
+    __builtin_prefetch(p + 64);
+    __builtin_prefetch(p + 128);
+  }
+}
 
 // In-order walk from `start`. `bounded`: the subtree may hold keys < start, so compare.
 template <typename Ops>
@@ -26,10 +60,10 @@ bool PersistentRadixTree<Ops>::ScanWord(uint64_t w, uint32_t depth, bool bounded
                                         ScanState& st) {
   if (w == 0) return true;
   if (IsLeafChild(w)) {
-    const PmLeaf* l = leaf(w);
-    if (bounded && l->key() < st.start) return true;
-    ++st.emitted;
-    return (*st.fn)(l->key(), l->value()) && st.emitted < st.max_count;
+    if (bounded && leaf(w)->key() < st.start) return true;
+    st.queue[st.queued++] = w;
+    if (st.queued == kScanBatch || st.emitted + st.queued >= st.max_count) return ScanFlush(st);
+    return true;
   }
   const PrefixHeader h = Header(w, depth);
   const uint32_t pos = h.pos();
@@ -51,8 +85,15 @@ bool PersistentRadixTree<Ops>::ScanWord(uint64_t w, uint32_t depth, bool bounded
     }
   }
   const bool bounded_below = bounded && su > pos;
-  if (!ScanWord(base(w)->end, pos, bounded_below, st)) return false;
   const unsigned first = bounded_below ? Span::unit(s, pos) : 0;
+  const uint64_t end = base(w)->end;
+  if (end != 0) ScanPrefetch(end);
+  unsigned ahead = 0;
+  Ops::ForEachChild(*pool_, w, first, [&](uint8_t, uint64_t c) {
+    ScanPrefetch(c);
+    return ++ahead < kScanPrefetchChildren;
+  });
+  if (!ScanWord(end, pos, bounded_below, st)) return false;
   return Ops::ForEachChild(*pool_, w, first, [&](uint8_t unit, uint64_t c) {
     return ScanWord(c, pos + 1, bounded_below && unit == first, st);
   });
@@ -63,8 +104,11 @@ size_t PersistentRadixTree<Ops>::scan(std::string_view start, size_t max_count,
                                       ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
-  ScanState st{start, max_count, 0, &fn};
-  ScanWord(*RootSlot(*pool_), 0, true, st);
+  ScanState st;  // the queue is left uninitialized
+  st.start = start;
+  st.max_count = max_count;
+  st.fn = &fn;
+  if (ScanWord(*RootSlot(*pool_), 0, true, st) && st.queued != 0) ScanFlush(st);
   return st.emitted;
 }
 

@@ -39,6 +39,12 @@ struct PrefixHeader {
   uint8_t prefix[kStoredPrefix] = {};
 
   uint32_t pos() const { return depth + prefix_len; }
+  // The same fields straight from a header word, without decoding the prefix units (the
+  // lookup path needs only these).
+  static uint32_t DepthOf(uint64_t w) { return static_cast<uint32_t>(w & 0xFFF); }
+  static uint32_t PosOf(uint64_t w) {
+    return static_cast<uint32_t>((w & 0xFFF) + ((w >> 12) & 0xFFF));
+  }
   unsigned stored() const { return std::min<uint32_t>(prefix_len, kStoredPrefix); }
 
   static PrefixHeader Decode(uint64_t w) {
