@@ -99,8 +99,8 @@ double ThreadCpuSeconds() {
 
 // A measured phase: `chunks` rounds of prepare (clock stopped: draw and encode a thread's
 // next operations) and run (clock running). One round for every phase whose operations fit
-// the preparation budget (BenchConfig::prepare_bytes); longer runs prepare in chunks, and the phase's
-// seconds are the sum of the rounds' run times.
+// the preparation budget (BenchConfig::prepare_bytes); longer runs prepare in chunks, and
+// the phase's seconds are the sum of the rounds' run times.
 struct PhaseBody {
   int chunks = 1;
   std::function<void(int thread, int chunk)> prepare;  // may be empty
@@ -141,8 +141,8 @@ PhaseOutcome RunPhase(Pool* pool, int threads, const PhaseBody& body, uint32_t s
   std::barrier pause(threads, pause_clock);
   std::vector<ThreadResult> results(threads);
   for (int t = 0; t < threads; t++) {
-    results[t].sampler =
-        LatencySampler(sample_every, Mix64(seed ^ 0x5a3e'9c1d'0000'0000ull ^ static_cast<uint64_t>(t)));
+    const uint64_t sampler_seed = Mix64(seed ^ 0x5a3e'9c1d'0000'0000ull ^ static_cast<uint64_t>(t));
+    results[t].sampler = LatencySampler(sample_every, sampler_seed);
   }
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; t++) {
@@ -313,7 +313,8 @@ class MixStream {
           break;
         }
         case OpKind::kUpdate: {
-          const Status s = Measured(r, nspc, [&] { return index->update(key, IntValue(tag_ | i)); });
+          const Status s =
+              Measured(r, nspc, [&] { return index->update(key, IntValue(tag_ | i)); });
           Written(s, key, r, /*insert=*/false);
           break;
         }
