@@ -99,8 +99,8 @@ double ThreadCpuSeconds() {
 
 // A measured phase: `chunks` rounds of prepare (clock stopped: draw and encode a thread's
 // next operations) and run (clock running). One round for every phase whose operations fit
-// the preparation budget (BenchConfig::prepare_bytes); longer runs prepare in chunks, and the phase's
-// seconds are the sum of the rounds' run times.
+// the preparation budget (BenchConfig::prepare_bytes); longer runs prepare in chunks, and
+// the phase's seconds are the sum of the rounds' run times.
 struct PhaseBody {
   int chunks = 1;
   std::function<void(int thread, int chunk)> prepare;  // may be empty
@@ -141,8 +141,8 @@ PhaseOutcome RunPhase(Pool* pool, int threads, const PhaseBody& body, uint32_t s
   std::barrier pause(threads, pause_clock);
   std::vector<ThreadResult> results(threads);
   for (int t = 0; t < threads; t++) {
-    results[t].sampler =
-        LatencySampler(sample_every, Mix64(seed ^ 0x5a3e'9c1d'0000'0000ull ^ static_cast<uint64_t>(t)));
+    const uint64_t sampler_seed = Mix64(seed ^ 0x5a3e'9c1d'0000'0000ull ^ static_cast<uint64_t>(t));
+    results[t].sampler = LatencySampler(sample_every, sampler_seed);
   }
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; t++) {
@@ -187,26 +187,45 @@ struct KeySpace {
   std::atomic<uint64_t> hi{0};
 };
 
+// Takes the next id from a KeySpace counter. With one worker nothing else writes the counter
+// during a phase, so a plain load and store do: no locked instruction (a full barrier on
+// x86) between two operations. `Give` returns the id taken last.
+inline uint64_t Take(std::atomic<uint64_t>& counter, bool shared) {
+  if (shared) return counter.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t id = counter.load(std::memory_order_relaxed);
+  counter.store(id + 1, std::memory_order_relaxed);
+  return id;
+}
+inline void Give(std::atomic<uint64_t>& counter, bool shared) {
+  if (shared) {
+    counter.fetch_sub(1, std::memory_order_relaxed);
+  } else {
+    counter.store(counter.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+}
+
 struct RunContext {
   const BenchConfig* config;
   const KeyCodec* codec;
   Index* index;
   KeySpace* space;
   uint64_t seed;  // per workload
+  bool shared = true;  // more than one worker: claim ids with atomic read-modify-writes
 };
 
 // Inserts ids claimed from space.hi until `end` (load, preload, the insert micro-workload).
 // Ids are claimed as the operations run, not drawn beforehand: with several threads and a
 // --seconds cap, ids handed out in advance would leave holes in [lo, hi). Encoding a claimed
-// id is a multiply and a byte swap for int keys.
+// id is a multiply and a byte swap for int keys; single-threaded the claim is a plain load
+// and store (Take).
 bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r) {
   const double nspc = NanosPerCycle();
   char buf[KeyCodec::kBufferSize];
   for (uint64_t i = 0;; i++) {
     if ((i & 255) == 0 && stop()) break;
-    const uint64_t id = ctx.space->hi.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t id = Take(ctx.space->hi, ctx.shared);
     if (id >= end) {
-      ctx.space->hi.fetch_sub(1, std::memory_order_relaxed);
+      Give(ctx.space->hi, ctx.shared);
       break;
     }
     const std::string_view key = ctx.codec->encode(id, buf);
@@ -313,12 +332,13 @@ class MixStream {
           break;
         }
         case OpKind::kUpdate: {
-          const Status s = Measured(r, nspc, [&] { return index->update(key, IntValue(tag_ | i)); });
+          const Status s =
+              Measured(r, nspc, [&] { return index->update(key, IntValue(tag_ | i)); });
           Written(s, key, r, /*insert=*/false);
           break;
         }
         case OpKind::kInsert: {
-          const uint64_t id = ctx_.space->hi.fetch_add(1, std::memory_order_relaxed);
+          const uint64_t id = Take(ctx_.space->hi, ctx_.shared);
           const std::string_view k = ctx_.codec->encode(id, buf_);
           const Status s = Measured(r, nspc, [&] { return index->insert(k, IntValue(id)); });
           Written(s, k, r, /*insert=*/true);
@@ -343,9 +363,9 @@ class MixStream {
           break;
         }
         case OpKind::kRemove: {
-          const uint64_t id = ctx_.space->lo.fetch_add(1, std::memory_order_relaxed);
+          const uint64_t id = Take(ctx_.space->lo, ctx_.shared);
           if (id >= hi_) {
-            ctx_.space->lo.fetch_sub(1, std::memory_order_relaxed);
+            Give(ctx_.space->lo, ctx_.shared);
             return false;  // every key is gone
           }
           const std::string_view k = ctx_.codec->encode(id, buf_);
@@ -703,7 +723,7 @@ Status Runner::RunIndex(const IndexRegistration& reg, int threads) {
       if (ph.interrupted) return Status::Busy("interrupted");
     }
   } else {
-    RunContext ctx{&cfg_, codec_.get(), index.get(), &space, 0};
+    RunContext ctx{&cfg_, codec_.get(), index.get(), &space, 0, threads > 1};
     auto load = [&](bool measured) -> Status {
       Progress("%s: %s %llu keys (%d thread%s)", name.c_str(), measured ? "load" : "preload",
                static_cast<unsigned long long>(cfg_.keys), threads, threads == 1 ? "" : "s");

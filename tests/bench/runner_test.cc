@@ -369,6 +369,27 @@ TEST(RunnerTest, KeySpaceFollowsInsertsAndRemoves) {
   EXPECT_EQ(Find(report, "stdmap", "c")->keys, 500u);
 }
 
+// Chunked preparation with several threads: every thread takes part in every round, and
+// every operation runs.
+TEST(RunnerTest, MultiThreadedChunkedRunsAllOperations) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"stdmap", "testlist"}, "load,a,c,e", 500, 1001);
+  c.threads = {3};
+  c.prepare_bytes = 1;  // chunks of 64 operations per thread
+  c.dist.kind = Distribution::Kind::kUniform;
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  ASSERT_EQ(report.results.size(), 2u * 4u);
+  for (const BenchResult& r : report.results) {
+    EXPECT_EQ(r.ops, r.workload == "load" ? 500u : 1001u) << r.index << " " << r.workload;
+    EXPECT_GT(r.seconds, 0.0);
+    if (r.workload != "e") {
+      EXPECT_EQ(r.failed, 0u) << r.index << " " << r.workload;
+    }
+  }
+  EXPECT_FALSE(report.verify_failed);
+}
+
 TEST(RunnerTest, MultiThreadedRunsAllOperations) {
   TempDir dir;
   BenchConfig c = SmallConfig(dir, {"stdmap", "lmdb"}, "load,a,c,f", 2000, 2000);

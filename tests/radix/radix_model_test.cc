@@ -3,6 +3,9 @@
 // persistent trees a close/reopen (recovery + allocator rebuild) in the middle of the run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+#include <map>
 #include <random>
 #include <string>
 #include <tuple>
@@ -118,6 +121,54 @@ TEST_P(RadixLimitsTest, KeyAndValueLimits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort", "woart", "art"));
+
+// Scans queue leaves and emit them in batches: counts around the batch size, and a callback
+// that stops early, return exactly what the model says, in order.
+class RadixScanBatchTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RadixScanBatchTest, LimitsAndEarlyStopsAroundTheBatch) {
+  const uint64_t seed = 11;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  auto idx = CreateIndex(GetParam(), dir.file("pool"), SmallPoolOptions());
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  Index& index = *idx.value();
+  std::map<std::string, std::string> model;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 700; ++i) {
+    const uint64_t k = rng() % 100000;
+    if (index.insert(IntKey(k), IntValue(k)).ok()) model[std::string(IntKey(k).view())] = "";
+  }
+  for (size_t limit : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{128}, size_t{129},
+                       size_t{1000}}) {
+    for (int s = 0; s < 8; ++s) {
+      const std::string start(IntKey(rng() % 100000).view());
+      auto it = model.lower_bound(start);
+      size_t got = 0;
+      bool in_order = true;
+      const size_t n = index.scan(start, limit, [&](std::string_view k, std::string_view) {
+        if (it == model.end() || k != it->first) in_order = false;
+        if (it != model.end()) ++it;
+        ++got;
+        return true;
+      });
+      const size_t there = static_cast<size_t>(std::distance(model.lower_bound(start), model.end()));
+      EXPECT_TRUE(in_order) << "limit " << limit;
+      EXPECT_EQ(n, std::min(limit, there)) << "limit " << limit;
+      EXPECT_EQ(got, n);
+      // A callback that says stop at entry `stop` ends the scan there.
+      const size_t stop = 1 + rng() % 130;
+      size_t calls = 0;
+      const size_t m = index.scan(start, limit, [&](std::string_view, std::string_view) {
+        return ++calls < stop;
+      });
+      EXPECT_EQ(m, std::min({stop, limit, there})) << "limit " << limit << " stop " << stop;
+      EXPECT_EQ(calls, m);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Radix, RadixScanBatchTest, ::testing::Values("wort", "woart", "art"));
 
 }  // namespace
 }  // namespace pmindex::testing

@@ -233,9 +233,11 @@ TEST(CliTest, BenchWritesJsonCsvAndTables) {
   const std::string table = r.out;
   for (const char* s : {"cpu:", "kernel:", "mode:       adr", "pool dir:", "workload load:",
                         "workload a:", "workload e:", "workload recover:", "Mops/s", "p99.9 ns",
-                        "flush/op", "media/op", "WA", "PM B/key", "durability"}) {
+                        "flush/op", "media/op", "WA", "PM B/key", "durability",
+                        "latency:    sampled, 1 operation in 64"}) {
     EXPECT_TRUE(Contains(table, s)) << s << "\n" << table;
   }
+  EXPECT_EQ(doc["environment"]["latency_sample_every"], 64);
   EXPECT_TRUE(Contains(r.err, "[bench ")) << "progress lines expected on stderr";
   const std::string csv_text = ReadAll(csv);
   EXPECT_EQ(std::count(csv_text.begin(), csv_text.end(), '\n'), 9);
@@ -244,6 +246,30 @@ TEST(CliTest, BenchWritesJsonCsvAndTables) {
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_FALSE(e.path().extension() == ".pool") << e.path();
   }
+}
+
+// --latency-sample states the method in the table and the JSON, and 1 stamps every operation.
+TEST(CliTest, BenchLatencySampleIsStated) {
+  TempDir dir;
+  const std::string json = dir.file("r.json");
+  const CommandResult r =
+      RunCommand({kTestCli, "bench", "--index", "testlist", "--keys", "200", "--ops", "200",
+                  "--workload", "load,c", "--pool-dir", dir.path(), "--json", json,
+                  "--latency-sample", "1", "-q"},
+                 dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "latency:    every operation stamped")) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(ReadAll(json));
+  for (const std::string& p : JsonShapeProblems(doc)) ADD_FAILURE() << p;
+  EXPECT_EQ(doc["environment"]["latency_sample_every"], 1);
+  for (const auto& res : doc["results"]) {
+    EXPECT_EQ(res["latency_ns"]["samples"], res["ops"]);
+    EXPECT_GT(res["cpu_seconds"].get<double>(), 0.0);
+  }
+  const CommandResult bad =
+      RunCommand({kTestCli, "bench", "--latency-sample", "x", "--pool-dir", dir.path()},
+                 dir.path());
+  EXPECT_EQ(bad.exit_code, 2);
 }
 
 TEST(CliTest, TraceReplayThenDumpMatchesModel) {

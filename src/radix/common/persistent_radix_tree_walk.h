@@ -65,11 +65,13 @@ bool PersistentRadixTree<Ops>::ScanWord(uint64_t w, uint32_t depth, bool bounded
     if (st.queued == kScanBatch || st.emitted + st.queued >= st.max_count) return ScanFlush(st);
     return true;
   }
-  const PrefixHeader h = Header(w, depth);
-  const uint32_t pos = h.pos();
+  uint64_t hw = LoadWord(&base(w)->header);  // only the position is needed, as in lookup
+  if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
+    hw = RepairHeader(w, depth, hw).Encode();
+  const uint32_t pos = PrefixHeader::PosOf(hw);
   const uint8_t* s = Bytes(st.start);
   const size_t su = Span::units(st.start.size());
-  if (bounded && h.prefix_len != 0) {
+  if (bounded && pos > depth) {
     const uint8_t* ref = AnyLeaf(w)->key_ptr();
     for (uint32_t i = depth; i < pos; ++i) {
       if (i == su) {  // start ends inside the prefix: every key here is longer, so greater

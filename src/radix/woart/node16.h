@@ -44,14 +44,20 @@ struct WoartNode16 {
     return bm ? child[__builtin_ctzll(bm)] : 0;
   }
 
+  // Calls f(key, child word) -> bool in key order from key `first`; false once f stops.
   template <typename F>
-  void ForEach(F&& f) const {
+  bool ForEach(unsigned first, F&& f) const {
     uint64_t bm = valid();
     uint8_t order[kCapacity];
     unsigned n = 0;
-    for (; bm; bm &= bm - 1) order[n++] = static_cast<uint8_t>(__builtin_ctzll(bm));
+    for (; bm; bm &= bm - 1) {
+      const uint8_t slot = static_cast<uint8_t>(__builtin_ctzll(bm));
+      if (keys[slot] >= first) order[n++] = slot;
+    }
     std::sort(order, order + n, [&](uint8_t a, uint8_t b) { return keys[a] < keys[b]; });
-    for (unsigned i = 0; i < n; ++i) f(keys[order[i]], child[order[i]]);
+    for (unsigned i = 0; i < n; ++i)
+      if (!f(keys[order[i]], child[order[i]])) return false;
+    return true;
   }
 
   void BuildAdd(uint8_t b, uint64_t word) {

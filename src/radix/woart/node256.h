@@ -42,10 +42,12 @@ struct WoartNode256 {
     return 0;
   }
 
+  // Calls f(key, child word) -> bool in key order from key `first`; false once f stops.
   template <typename F>
-  void ForEach(F&& f) const {
-    for (unsigned b = 0; b < 256; ++b)
-      if (child[b]) f(static_cast<uint8_t>(b), child[b]);
+  bool ForEach(unsigned first, F&& f) const {
+    for (unsigned b = first; b < 256; ++b)
+      if (child[b] && !f(static_cast<uint8_t>(b), child[b])) return false;
+    return true;
   }
 
   void BuildAdd(uint8_t b, uint64_t word) { child[b] = word; }

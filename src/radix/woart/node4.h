@@ -49,17 +49,19 @@ struct WoartNode4 {
     return nullptr;
   }
 
-  // Calls f(key, child word) in key order.
   // Some child word (0 if none), for reading a key below the node.
   uint64_t Any() const {
     const uint64_t s = LoadWord(&slots);
     return Count(s) ? child[IndexAt(s, 0)] : 0;
   }
 
+  // Calls f(key, child word) -> bool in key order from key `first`; false once f stops.
   template <typename F>
-  void ForEach(F&& f) const {
+  bool ForEach(unsigned first, F&& f) const {
     const uint64_t s = LoadWord(&slots);
-    for (unsigned i = 0, n = Count(s); i < n; ++i) f(KeyAt(s, i), child[IndexAt(s, i)]);
+    for (unsigned i = 0, n = Count(s); i < n; ++i)
+      if (KeyAt(s, i) >= first && !f(KeyAt(s, i), child[IndexAt(s, i)])) return false;
+    return true;
   }
 
   // Adds b -> word to an unpublished node (the caller persists the whole node).

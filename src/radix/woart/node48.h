@@ -68,11 +68,14 @@ struct WoartNode48 {
     return 0;
   }
 
+  // Calls f(key, child word) -> bool in key order from key `first`; false once f stops.
   template <typename F>
-  void ForEach(F&& f) const {
+  bool ForEach(unsigned first, F&& f) const {
     // Index bytes beyond kCapacity (corruption, reported by verify()) are skipped.
-    for (unsigned b = 0; b < 256; ++b)
-      if (index[b] && index[b] <= kCapacity) f(static_cast<uint8_t>(b), child[index[b] - 1]);
+    for (unsigned b = first; b < 256; ++b)
+      if (index[b] && index[b] <= kCapacity && !f(static_cast<uint8_t>(b), child[index[b] - 1]))
+        return false;
+    return true;
   }
 
   void BuildAdd(uint8_t b, uint64_t word) {

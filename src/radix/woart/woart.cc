@@ -33,8 +33,9 @@ Result<uint64_t> Rebuild(Pool& pool, uint64_t old, uint64_t tag, const PrefixHea
   dst_base->end = pool.at<RadixNodeBase>(ChildOffset(old))->end;
   DispatchNode(pool, nw, [&](auto* dst) {
     DispatchNode(pool, old, [&](auto* src) {
-      src->ForEach([&](uint8_t key, uint64_t c) {
+      src->ForEach(0, [&](uint8_t key, uint64_t c) {
         if (static_cast<int>(key) != skip) dst->BuildAdd(key, c);
+        return true;
       });
     });
     if (add) dst->BuildAdd(unit, word);

@@ -60,13 +60,7 @@ struct WoartOps {
   }
   template <typename F>
   static bool ForEachChild(const Pool& pool, uint64_t w, unsigned first, F&& f) {
-    bool go = true;
-    DispatchNode(pool, w, [&](auto* n) {
-      n->ForEach([&](uint8_t unit, uint64_t c) {
-        if (go && unit >= first) go = f(unit, c);
-      });
-    });
-    return go;
+    return DispatchNode(pool, w, [&](auto* n) { return n->ForEach(first, f); });
   }
   static void BuildAdd(const Pool& pool, uint64_t w, uint8_t unit, uint64_t word) {
     DispatchNode(pool, w, [&](auto* n) { n->BuildAdd(unit, word); });
