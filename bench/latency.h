@@ -6,11 +6,11 @@
 // operation's closing fence stall could land in the next operation's sample: the start stamp
 // is fenced (lfence; rdtsc) and the end stamp waits for everything before it (rdtscp; lfence).
 // Those fences serialise the CPU: independent operations around a stamp can no longer overlap
-// their cache misses, so stamping every operation lowers throughput (a radix lookup loop ran
-// at less than half its unstamped rate). The workbench therefore stamps one operation in N
-// (LatencySampler, N = BenchConfig::latency_sample, 64 by default), as PiBench samples a
-// fraction of its operations: throughput carries the cost of 1/N stamps, and the percentiles
-// are those of the sample. The histogram keeps 64 sub-buckets per power of two (1.6%
+// their cache misses, so stamping every operation lowers throughput (by 14-18% for the
+// lookups of rntree, wort and pftree at 1M keys; doc/bench.md). The workbench therefore
+// stamps one operation in N (LatencySampler, N = BenchConfig::latency_sample, 64 by
+// default), as PiBench samples a fraction of its operations: throughput carries the cost of
+// 1/N stamps, and the percentiles are those of the sample. The histogram keeps 64 sub-buckets per power of two (1.6%
 // resolution), exact below 128 ns.
 //
 // Thread safety: a sampler and a histogram belong to one thread; merge() histograms
