@@ -4,7 +4,7 @@
 // kept arriving).
 //
 // One 32-bit word, inline: a reader enters and leaves with one compare-and-swap and one
-// fetch_sub (the pthread rwlock it replaces took the same two atomic operations inside
+// fetch_sub (a glibc pthread rwlock takes the same two atomic operations inside
 // ~120 instructions of calls and state checks per lookup). Waiting blocks in the kernel
 // (std::atomic::wait, a futex), never spins.
 //

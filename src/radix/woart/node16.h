@@ -11,7 +11,6 @@
 #ifndef PMINDEX_RADIX_WOART_NODE16_H_
 #define PMINDEX_RADIX_WOART_NODE16_H_
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -47,15 +46,20 @@ struct WoartNode16 {
   // Calls f(key, child word) -> bool in key order from key `first`; false once f stops.
   template <typename F>
   bool ForEach(unsigned first, F&& f) const {
-    uint64_t bm = valid();
-    uint8_t order[kCapacity];
+    // Slots are unsorted: a valid slot's place in key order is the number of valid keys
+    // below its own (one SIMD compare each; keys of valid slots are distinct).
+    const unsigned bm = static_cast<unsigned>(valid());
+    uint8_t order[kCapacity] = {};  // stays in bounds even if a damaged node repeats a key
     unsigned n = 0;
-    for (; bm; bm &= bm - 1) {
-      const uint8_t slot = static_cast<uint8_t>(__builtin_ctzll(bm));
-      if (keys[slot] >= first) order[n++] = slot;
+    for (unsigned m = bm; m; m &= m - 1) {
+      const unsigned slot = static_cast<unsigned>(__builtin_ctz(m));
+      if (keys[slot] < first) continue;
+      order[__builtin_popcount(Less16(keys, keys[slot]) & bm)] = static_cast<uint8_t>(slot);
+      ++n;
     }
-    std::sort(order, order + n, [&](uint8_t a, uint8_t b) { return keys[a] < keys[b]; });
-    for (unsigned i = 0; i < n; ++i)
+    // Ranks count keys below `first` too: the visited run starts after them.
+    const unsigned skipped = static_cast<unsigned>(__builtin_popcount(bm)) - n;
+    for (unsigned i = skipped; i < skipped + n; ++i)
       if (!f(keys[order[i]], child[order[i]])) return false;
     return true;
   }
