@@ -47,40 +47,40 @@ Status CheckedIndex::check_pair(std::string_view key, std::string_view value) co
 Status CheckedIndex::insert(std::string_view key, std::string_view value) {
   if (index_ == nullptr) [[unlikely]]
     return Closed();
-  if (Status s = check_pair(key, value); !s.ok()) [[unlikely]]
-    return s;
+  if (!pair_fits(key, value)) [[unlikely]]
+    return check_pair(key, value);
   return index_->insert(key, value);
 }
 
 Status CheckedIndex::update(std::string_view key, std::string_view value) {
   if (index_ == nullptr) [[unlikely]]
     return Closed();
-  if (Status s = check_pair(key, value); !s.ok()) [[unlikely]]
-    return s;
+  if (!pair_fits(key, value)) [[unlikely]]
+    return check_pair(key, value);
   return index_->update(key, value);
 }
 
 Status CheckedIndex::upsert(std::string_view key, std::string_view value) {
   if (index_ == nullptr) [[unlikely]]
     return Closed();
-  if (Status s = check_pair(key, value); !s.ok()) [[unlikely]]
-    return s;
+  if (!pair_fits(key, value)) [[unlikely]]
+    return check_pair(key, value);
   return index_->upsert(key, value);
 }
 
 Status CheckedIndex::remove(std::string_view key) {
   if (index_ == nullptr) [[unlikely]]
     return Closed();
-  if (Status s = check_key(key); !s.ok()) [[unlikely]]
-    return s;
+  if (!key_fits(key)) [[unlikely]]
+    return check_key(key);
   return index_->remove(key);
 }
 
 Status CheckedIndex::lookup(std::string_view key, std::string* value) {
   if (index_ == nullptr) [[unlikely]]
     return Closed();
-  if (Status s = check_key(key); !s.ok()) [[unlikely]]
-    return s;
+  if (!key_fits(key)) [[unlikely]]
+    return check_key(key);
   return index_->lookup(key, value);
 }
 

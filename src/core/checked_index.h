@@ -39,6 +39,15 @@ class CheckedIndex final : public Index {
   Status close() override;
 
  private:
+  // The limits as one comparison each (the hot path); check_* build the error when they fail.
+  bool key_fits(std::string_view key) const {
+    return traits_.byte_keys ? !key.empty() && key.size() <= traits_.max_key_size
+                             : key.size() == 8;
+  }
+  bool pair_fits(std::string_view key, std::string_view value) const {
+    return key_fits(key) && (traits_.byte_keys ? value.size() <= traits_.max_value_size
+                                               : value.size() == traits_.max_value_size);
+  }
   Status check_key(std::string_view key) const;
   Status check_pair(std::string_view key, std::string_view value) const;
 

@@ -2,25 +2,6 @@
 
 namespace pmindex::pm {
 
-Epoch::Guard::Guard(Epoch& epoch) {
-  std::atomic<uint64_t>& mine = epoch.slots_.local().announced;
-  if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
-  announced_ = &mine;
-  // Announce, then re-read: if the counter moved between the read and the announcement,
-  // announce again. One seq_cst store and one load when it did not.
-  uint64_t e = epoch.global_.load(std::memory_order_relaxed);
-  for (;;) {
-    mine.store(e, std::memory_order_seq_cst);
-    const uint64_t now = epoch.global_.load(std::memory_order_seq_cst);
-    if (now == e) break;
-    e = now;
-  }
-}
-
-Epoch::Guard::~Guard() {
-  if (announced_ != nullptr) announced_->store(0, std::memory_order_release);
-}
-
 uint64_t Epoch::MinAnnounced() const {
   uint64_t min = UINT64_MAX;
   slots_.for_each([&](const Slot& s) {

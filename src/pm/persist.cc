@@ -102,11 +102,53 @@ PersistContext::PersistContext(const PersistSettings& settings)
       break;
   }
   sfence_ = settings.mode == PersistMode::kAdr;
+  choose_path();
+}
+
+void PersistContext::choose_path() {
+  if (hook_ != nullptr || model_media_ || write_latency_ns_ != 0) {
+    path_ = FlushPath::kSlow;
+  } else if (flush_kind_ == FlushKind::kLines) {
+    path_ = FlushPath::kLines;
+  } else if (flush_kind_ == FlushKind::kNone) {
+    path_ = FlushPath::kNone;
+  } else {
+    path_ = FlushPath::kSlow;
+  }
+}
+
+void PersistContext::flush_slow(detail::ThreadSlot* s, uintptr_t first, size_t lines, size_t n) {
+  if (hook_ != nullptr) hook_->on_flush(first, lines);
+  if (model_media_) s->media.add_lines(first, lines);
+  switch (flush_kind_) {
+    case FlushKind::kLines:
+      detail::flush_lines(first, lines);
+      detail::bump(s->lines_written_back, lines);
+      break;
+    case FlushKind::kLinesAbove256:
+      if (n > kAdaptiveThreshold) {
+        detail::flush_lines(first, lines);
+        detail::bump(s->lines_written_back, lines);
+      }
+      break;
+    case FlushKind::kMsync:  // written back at the fence, one msync for all its flushes
+      s->msync_lo = std::min(s->msync_lo, first);
+      s->msync_hi = std::max(s->msync_hi, first + lines * kCacheLine);
+      detail::bump(s->lines_written_back, lines);
+      break;
+    case FlushKind::kNone:
+      return;
+  }
+  if (write_latency_ns_ != 0) {
+    s->pending_latency_ns += lines * write_latency_ns_;
+    if (!sfence_) detail::pay_latency(s);  // no fence will come
+  }
 }
 
 PersistHook* PersistContext::set_hook(PersistHook* hook) {
   PersistHook* old = hook_;
   hook_ = hook;
+  choose_path();
   return old;
 }
 

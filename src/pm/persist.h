@@ -106,61 +106,17 @@ class PersistContext {
 
   void flush(const void* p, size_t n) {
     if (n == 0) return;
-    const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
-    const uintptr_t last =
-        (reinterpret_cast<uintptr_t>(p) + n - 1) & ~uintptr_t{kCacheLine - 1};
-    const size_t lines = (last - first) / kCacheLine + 1;
-    detail::ThreadSlot* s = &slots_.local();
-    detail::bump(s->flushes, lines);
-    if (hook_ != nullptr) [[unlikely]]
-      hook_->on_flush(first, lines);
-    if (model_media_) s->media.add_lines(first, lines);
-    switch (flush_kind_) {
-      case FlushKind::kLines:
-        detail::flush_lines(first, lines);
-        detail::bump(s->lines_written_back, lines);
-        break;
-      case FlushKind::kLinesAbove256:
-        if (n > kAdaptiveThreshold) {
-          detail::flush_lines(first, lines);
-          detail::bump(s->lines_written_back, lines);
-        }
-        break;
-      case FlushKind::kMsync:  // written back at the fence, one msync for all its flushes
-        s->msync_lo = std::min(s->msync_lo, first);
-        s->msync_hi = std::max(s->msync_hi, first + lines * kCacheLine);
-        detail::bump(s->lines_written_back, lines);
-        break;
-      case FlushKind::kNone:
-        return;
-    }
-    if (write_latency_ns_ != 0) [[unlikely]] {
-      s->pending_latency_ns += lines * write_latency_ns_;
-      if (!sfence_) detail::pay_latency(s);  // no fence will come
-    }
+    flush_in(&slots_.local(), p, n);
   }
 
-  void fence() {
-    detail::ThreadSlot* s = &slots_.local();
-    detail::bump(s->fences, 1);
-    if (hook_ != nullptr) [[unlikely]]
-      hook_->on_fence();
-    if (sfence_) {
-      if (s->pending_latency_ns != 0) [[unlikely]]
-        detail::pay_latency(s);
-      if (s->msync_hi != 0) [[unlikely]]
-        detail::msync_range(s);
-      detail::sfence();
-      detail::bump(s->sfences, 1);
-    } else {
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-    }
-  }
+  void fence() { fence_in(&slots_.local()); }
 
+  // One thread-slot lookup for the flush and the fence together.
   void persist(const void* p, size_t n) {
-    detail::bump(slots_.local().persist_calls, 1);
-    flush(p, n);
-    fence();
+    detail::ThreadSlot* s = &slots_.local();
+    detail::bump(s->persist_calls, 1);
+    if (n != 0) flush_in(s, p, n);
+    fence_in(s);
   }
 
   void copy_persist(void* dst, const void* src, size_t n) {
@@ -172,7 +128,10 @@ class PersistContext {
   bool uses_msync() const { return flush_kind_ == FlushKind::kMsync; }
   uint32_t write_latency_ns() const { return write_latency_ns_; }
   bool model_media() const { return model_media_; }
-  void set_model_media(bool on) { model_media_ = on; }
+  void set_model_media(bool on) {
+    model_media_ = on;
+    choose_path();
+  }
   PersistHook* hook() const { return hook_; }
   // Installs a hook (nullptr removes it); returns the previous one. Quiescent moments only.
   PersistHook* set_hook(PersistHook* hook);
@@ -193,9 +152,46 @@ class PersistContext {
   void drain_media();
 
  private:
+  // Counting and the mode's write-back inline; hooks, the media model, injected latency,
+  // msync and adaptive flushing (any of them makes the context kSlow) out of line.
+  void flush_in(detail::ThreadSlot* s, const void* p, size_t n) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
+    const uintptr_t last =
+        (reinterpret_cast<uintptr_t>(p) + n - 1) & ~uintptr_t{kCacheLine - 1};
+    const size_t lines = (last - first) / kCacheLine + 1;
+    detail::bump(s->flushes, lines);
+    if (path_ == FlushPath::kLines) [[likely]] {
+      detail::flush_lines(first, lines);
+      detail::bump(s->lines_written_back, lines);
+    } else if (path_ == FlushPath::kSlow) {
+      flush_slow(s, first, lines, n);
+    }
+  }
+  void flush_slow(detail::ThreadSlot* s, uintptr_t first, size_t lines, size_t n);
+  // Which flush_in path the settings select (recomputed when a hook or the model changes).
+  void choose_path();
+
+  void fence_in(detail::ThreadSlot* s) {
+    detail::bump(s->fences, 1);
+    if (hook_ != nullptr) [[unlikely]]
+      hook_->on_fence();
+    if (sfence_) {
+      if (s->pending_latency_ns != 0) [[unlikely]]
+        detail::pay_latency(s);
+      if (s->msync_hi != 0) [[unlikely]]
+        detail::msync_range(s);
+      detail::sfence();
+      detail::bump(s->sfences, 1);
+    } else {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+  }
+
   enum class FlushKind : uint8_t { kLines, kLinesAbove256, kMsync, kNone };
+  enum class FlushPath : uint8_t { kLines, kNone, kSlow };
 
   FlushKind flush_kind_;
+  FlushPath path_ = FlushPath::kSlow;
   bool sfence_;
   bool model_media_;
   PersistMode mode_;

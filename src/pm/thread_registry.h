@@ -28,7 +28,11 @@ namespace pmindex::pm {
 
 namespace detail {
 inline constexpr uint32_t kNoThreadId = UINT32_MAX;
-inline constinit thread_local uint32_t t_thread_id = kNoThreadId;
+// initial-exec: one %fs-relative load even in position-independent code (a libpmindex.so or
+// a plugin), instead of a __tls_get_addr call on every access. It costs 4 bytes of the static
+// TLS block, which glibc reserves room for, also for libraries loaded by dlopen.
+inline constinit thread_local uint32_t t_thread_id
+    __attribute__((tls_model("initial-exec"))) = kNoThreadId;
 uint32_t AcquireThreadId();  // first use by a thread; registers the release at exit
 }  // namespace detail
 
