@@ -91,14 +91,59 @@ std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n) {
   return out;
 }
 
+std::vector<ChildRun> ChildRuns(InnerHeader* n) {
+  std::vector<ChildRun> out;
+  ForEachSlot(n, [&](uint8_t b, uint64_t* slot) {
+    uint64_t ref = LoadRef(slot);
+    if (ref == 0) return;
+    if (!out.empty() && out.back().ref == ref && out.back().hi + 1 == b) {
+      out.back().hi = b;
+    } else {
+      out.push_back({b, b, ref});
+    }
+  });
+  return out;
+}
+
+void RunOf(InnerHeader* n, uint8_t b, uint8_t* lo, uint8_t* hi) {
+  int l = b, h = b;
+  switch (static_cast<NodeType>(n->type)) {
+    case NodeType::kNode48: {
+      auto* n48 = reinterpret_cast<Node48*>(n);
+      const uint8_t idx = n48->index[b];
+      if (idx == 0) break;
+      while (l > 0 && n48->index[l - 1] == idx) --l;
+      while (h < 255 && n48->index[h + 1] == idx) ++h;
+      break;
+    }
+    case NodeType::kNode256: {
+      auto* n256 = reinterpret_cast<Node256*>(n);
+      const uint64_t ref = LoadRef(&n256->children[b]);
+      if (ref == 0) break;
+      while (l > 0 && LoadRef(&n256->children[l - 1]) == ref) --l;
+      while (h < 255 && LoadRef(&n256->children[h + 1]) == ref) ++h;
+      break;
+    }
+    default:
+      break;
+  }
+  *lo = static_cast<uint8_t>(l);
+  *hi = static_cast<uint8_t>(h);
+}
+
 Result<uint64_t> BuildInnerNode(pm::PersistContext& pc, pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
-                                const std::vector<std::pair<uint8_t, uint64_t>>& children) {
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children,
+                                bool flush) {
   size_t n = children.size();
-  NodeType type = n <= 4 ? NodeType::kNode4
-                  : n <= 16 ? NodeType::kNode16
-                  : n <= 48 ? NodeType::kNode48
-                            : NodeType::kNode256;
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (i == 0 || children[i].second != children[i - 1].second) ++distinct;
+  const bool shared = distinct < n;
+  NodeType type = n <= 4 && !shared    ? NodeType::kNode4
+                  : n <= 16 && !shared ? NodeType::kNode16
+                  : distinct <= 48     ? NodeType::kNode48
+                                       : NodeType::kNode256;
   size_t fixed = FixedSize(type);
   size_t size = fixed + prefix.size();
   Result<uint64_t> off = alloc.allocate(size);
@@ -132,11 +177,13 @@ Result<uint64_t> BuildInnerNode(pm::PersistContext& pc, pm::Allocator& alloc, ch
     }
     case NodeType::kNode48: {
       auto* n48 = reinterpret_cast<Node48*>(p);
+      size_t slot = 0;
       for (size_t i = 0; i < n; ++i) {
-        n48->index[children[i].first] = static_cast<uint8_t>(i + 1);
-        n48->children[i] = children[i].second;
+        if (i > 0 && children[i].second != children[i - 1].second) ++slot;
+        n48->index[children[i].first] = static_cast<uint8_t>(slot + 1);
+        n48->children[slot] = children[i].second;
       }
-      h->count = static_cast<uint8_t>(n);
+      h->count = static_cast<uint8_t>(distinct);
       break;
     }
     case NodeType::kNode256: {
@@ -147,7 +194,7 @@ Result<uint64_t> BuildInnerNode(pm::PersistContext& pc, pm::Allocator& alloc, ch
     default:
       break;
   }
-  pc.flush(p, size);  // the caller fences before any reference to the node is stored
+  if (flush) pc.flush(p, size);  // the caller fences before any reference to it is stored
   return *off;
 }
 

@@ -9,6 +9,14 @@
 // Child references are 8-byte pool offsets; bit 0 set = leaf array (blocks are 64-byte
 // aligned, so the bit is free). 0 = no child.
 //
+// Ranges: a Node48 or Node256 may route a run of consecutive bytes [lo, hi] to one leaf array
+// (a *shared* child, always a leaf: Node48 index bytes naming the same slot, or Node256 slots
+// holding the same reference). Its keys share key[0..p) with the path (p = depth +
+// prefix_len, the leaf's depth) and have key[p] in [lo, hi]; a child of one byte holds keys
+// with key[p] = b and has depth p + 1. Node4/16 never share. A Node48 slot serves its whole
+// run, so replacing a shared child there is one 8-byte store; a Node256 run (and any change
+// of the runs themselves) is changed by copying the node.
+//
 // What changes in place, and how (each is one failure-atomic 8-byte or 1-byte store):
 //   - any child slot or `term`: replaced by a persisted new child (split, compaction) or
 //     cleared (last key removed). Commit = the 8-byte store + persist.
@@ -152,7 +160,8 @@ void ForEachSlot(InnerHeader* n, Fn&& fn) {
 }
 
 // Calls fn(byte, child) for each non-zero child with byte >= first, in byte order, until fn
-// returns false; without allocating (scans). False if fn stopped it.
+// returns false; without allocating (scans). A shared child is visited once, with the first
+// byte of its run that is >= first. False if fn stopped it.
 template <typename Fn>
 bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
   switch (static_cast<NodeType>(n->type)) {
@@ -171,9 +180,11 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
     }
     case NodeType::kNode48: {
       auto* n48 = reinterpret_cast<Node48*>(n);
+      uint8_t prev = 0;
       for (int b = first; b < 256; ++b) {
         uint8_t idx = std::atomic_ref<uint8_t>(n48->index[b]).load(std::memory_order_acquire);
-        if (idx == 0) continue;
+        if (idx == 0 || idx == prev) continue;
+        prev = idx;
         uint64_t ref = LoadRef(&n48->children[idx - 1]);
         if (ref != 0 && !fn(static_cast<uint8_t>(b), ref)) return false;
       }
@@ -181,9 +192,12 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
     }
     case NodeType::kNode256: {
       auto* n256 = reinterpret_cast<Node256*>(n);
+      uint64_t prev = 0;
       for (int b = first; b < 256; ++b) {
         uint64_t ref = LoadRef(&n256->children[b]);
-        if (ref != 0 && !fn(static_cast<uint8_t>(b), ref)) return false;
+        if (ref == 0 || ref == prev) continue;
+        prev = ref;
+        if (!fn(static_cast<uint8_t>(b), ref)) return false;
       }
       return true;
     }
@@ -198,14 +212,28 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
 bool AddChildInPlace(pm::PersistContext& pc, InnerHeader* n, uint8_t b, uint64_t ref);
 
 // Builds a new node of the smallest type that holds `children` (sorted by byte, non-zero
-// refs) and flushes it; the caller fences once, for every block it built, before any
+// refs; consecutive bytes with the same leaf reference form a shared run, which takes a
+// Node48 while there are at most 48 distinct children, else a Node256) and flushes it; the caller fences once, for every block it built, before any
 // reference to them is stored. Returns its offset.
 Result<uint64_t> BuildInnerNode(pm::PersistContext& pc, pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
-                                const std::vector<std::pair<uint8_t, uint64_t>>& children);
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children,
+                                bool flush = true);
 
-// The non-zero children of n, in byte order.
+// The non-zero children of n, in byte order, one pair per byte (a shared child once per byte
+// of its run: what BuildInnerNode takes to copy the node with its runs).
 std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n);
+
+// The distinct non-zero children of n in byte order, each with its run of bytes.
+struct ChildRun {
+  uint8_t lo, hi;
+  uint64_t ref;
+};
+std::vector<ChildRun> ChildRuns(InnerHeader* n);
+
+// The run of bytes [*lo, *hi] that reaches the same child as byte b (b alone unless the
+// child is shared). Caller holds the node's lock (or the node is not reachable yet).
+void RunOf(InnerHeader* n, uint8_t b, uint8_t* lo, uint8_t* hi);
 
 }  // namespace pmindex::pftree
 

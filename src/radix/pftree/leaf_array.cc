@@ -145,7 +145,9 @@ void InvalidateEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32
 }
 
 size_t LeafBlockSizeFor(size_t bytes) {
-  size_t want = std::min(std::max(2 * bytes, kMinLeafBlock - kLeafHeaderSize), kMaxLeafData);
+  // Half as much again as the entries need: the size classes step by a quarter, so a
+  // leaf array is at least 2/3 full whenever it is rebuilt or split.
+  size_t want = std::min(std::max(bytes + bytes / 2, kMinLeafBlock - kLeafHeaderSize), kMaxLeafData);
   want = std::max(want, bytes);
   for (uint32_t cls : pm::kSizeClasses) {
     if (cls < kMinLeafBlock) continue;

@@ -174,7 +174,7 @@ inline size_t ItemsBytes(const std::vector<LeafItem>& items, size_t b, size_t e)
   for (size_t i = b; i < e; ++i) s += EntrySize(items[i].key.size(), items[i].value.size());
   return s;
 }
-// Block size for a new leaf holding `bytes` of entries, with room to grow.
+// Block size for a new leaf holding `bytes` of entries, with room to grow (half as much again).
 size_t LeafBlockSizeFor(size_t bytes);
 // How a new block is made durable before a reference publishes it: flushed and fenced, or
 // only flushed when the caller fences once for several blocks, or not at all (a test

@@ -86,8 +86,24 @@ class PFTree final : public Index, private Reclaimer {
   }
   Status Write(std::string_view key, std::string_view value, Op op);
   Status WriteOnce(std::string_view key, std::string_view value, Op op);
-  Attempt WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf, std::string_view key,
-                    std::string_view value, uint8_t fp, Op op);
+  // Where a write found its leaf array: the node holding the reference (`parent`, at `slot`
+  // for `byte`, or its term) and the node above it.
+  struct LeafPath {
+    InnerHeader* grandparent;
+    uint8_t parent_byte;  // byte of parent in grandparent
+    InnerHeader* parent;
+    bool term;
+    uint8_t byte;
+    uint64_t* slot;
+  };
+  Attempt WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
+                      std::string_view value, uint8_t fp, Op op);
+  // With leaf and parent locked: publishes a copy of the parent whose run [lo, hi] (the
+  // leaf's) is replaced by `repl` (per byte; empty removes it), by one store into the
+  // grandparent; retires parent and leaf. Frees *allocated and unlocks on failure.
+  Attempt ReplaceRun(const LeafPath& lp, LeafHeader* leaf, uint8_t lo, uint8_t hi,
+                     std::vector<std::pair<uint8_t, uint64_t>> repl,
+                     std::vector<uint64_t>* allocated);
   Attempt AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, InnerHeader* node, size_t pos,
                   std::string_view key, std::string_view value);
   Attempt SplitPrefix(InnerHeader* parent, uint8_t parent_byte, InnerHeader* node, size_t pos,
@@ -98,6 +114,20 @@ class PFTree final : public Index, private Reclaimer {
   // are flushed, not fenced: the caller fences once before publishing the reference.
   Result<uint64_t> BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
                                 uint16_t depth, std::vector<uint64_t>* allocated);
+  static bool FitsOneLeaf(const std::vector<LeafItem>& items, size_t b, size_t e);
+  // One leaf array at `depth` holding items[b, e), flushed (same contract as BuildSubtree).
+  Result<uint64_t> BuildLeaf(const std::vector<LeafItem>& items, size_t b, size_t e,
+                             uint16_t depth, std::vector<uint64_t>* allocated);
+  // The children that route bytes [lo, hi] at key position q for items[b, e) (sorted, all
+  // with key[q] in [lo, hi]), appended per byte to *children: runs of consecutive key bytes
+  // sharing one leaf array, sized to fill leaf arrays (BuildRuns), or one leaf for the whole
+  // run (BuildRunLeaf). Same contract as BuildSubtree.
+  Status BuildRuns(std::vector<LeafItem>& items, size_t b, size_t e, uint16_t q, uint8_t lo,
+                   uint8_t hi, std::vector<uint64_t>* allocated,
+                   std::vector<std::pair<uint8_t, uint64_t>>* children);
+  Status BuildRunLeaf(const std::vector<LeafItem>& items, size_t b, size_t e, uint16_t q,
+                      uint8_t lo, uint8_t hi, std::vector<uint64_t>* allocated,
+                      std::vector<std::pair<uint8_t, uint64_t>>* children);
   InnerHeader* root() const { return root_.load(std::memory_order_acquire); }
   // The root, created (persisted, then published with set_root) if there is none.
   Result<InnerHeader*> EnsureRoot();
@@ -115,7 +145,8 @@ class PFTree final : public Index, private Reclaimer {
   int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive, size_t limit,
                   bool bounded, std::vector<std::pair<std::string, std::string>>* out);
 
-  Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys);
+  // lo..hi >= 0: ref is a shared leaf for key bytes [lo, hi] after `path`.
+  Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int lo = -1, int hi = -1);
   Status RecoverNode(uint64_t ref, size_t depth);
   Status VisitNode(uint64_t ref, BlockVisitor& visitor);
   void StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]);
