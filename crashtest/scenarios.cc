@@ -48,6 +48,11 @@ const std::vector<Scenario>& Scenarios() {
        "arrays by copying its parent (a Node48, then a Node256 past 48 runs) and publishing the "
        "copy in the grandparent; removing all keys of a run unlinks its leaf array",
        {"pftree"}},
+      {"pftree-update-in-place",
+       "PFtree overwrites an 8-byte value on an 8-byte boundary with one store; a new version "
+       "of an 8-byte value is appended after padding that aligns it: repeated 8-byte updates "
+       "of the same keys, read back between rounds",
+       {"pftree"}},
   };
   return *s;
 }
@@ -108,6 +113,18 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
     for (uint64_t k = 1; k <= n; ++k) {
       ops->push_back(Make(OpKind::kInsert, IK(k), IV(k + seed)));
       if (k % 37 == 0) ops->push_back(Make(OpKind::kRemove, IK(k / 2)));
+    }
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+    return true;
+  }
+  if (name == "pftree-update-in-place") {
+    for (uint64_t k = 1; k <= 40; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 5), IV(k)));
+    for (uint64_t round = 1; round <= 4; ++round) {
+      for (uint64_t k = 1; k <= 40; k += 3) {
+        ops->push_back(Make(round % 2 ? OpKind::kUpdate : OpKind::kUpsert, IK(k * 5),
+                            IV(round * 1000 + k + seed)));
+        ops->push_back(Make(OpKind::kLookup, IK(k * 5)));
+      }
     }
     ops->push_back(Make(OpKind::kScan, IK(0)));
     return true;

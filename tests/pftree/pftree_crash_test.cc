@@ -89,6 +89,30 @@ TEST(PFTreeCrashTest, SplitRunsCatchUnpersistedCopy) {
   EXPECT_FALSE(r.passed()) << "the unpersisted copy survived the campaign";
 }
 
+// Updates of 8-byte values in place (and the aligned appends that make them possible), at
+// every fence; the in-place store must be persisted before the update returns.
+TEST(PFTreeCrashTest, UpdateInPlaceRecovers) {
+  auto o = Base(0, 0);
+  o.scenario = "pftree-update-in-place";
+  o.torn = true;
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
+                                                             r.failures[0].replay);
+}
+
+TEST(PFTreeCrashTest, UpdateInPlaceCatchesUnpersistedStore) {
+  PMINDEX_REQUIRE_MUTANTS();
+  auto o = Base(0, 0);
+  o.scenario = "pftree-update-in-place";
+  o.mutant = "pftree.skip_inplace_update_persist";
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_FALSE(r.passed()) << "the unpersisted in-place update survived the campaign";
+}
+
 TEST(PFTreeCrashTest, KillCyclesFourThreads) {
   auto o = Base(100000, 0);
   o.cycles = Long() ? 50 : 6;

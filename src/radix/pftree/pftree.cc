@@ -124,8 +124,7 @@ Status PFTree::lookup(std::string_view key, std::string* value) {
         int idx = FindEntry(leaf, aux, n, key, fp);
         if (idx >= 0) {
           uint32_t epos = aux->pos[idx];
-          std::string_view v = EntryValue(leaf, epos, LoadEntryHeader(leaf, epos));
-          if (value != nullptr) value->assign(v.data(), v.size());
+          if (value != nullptr) CopyEntryValue(leaf, epos, LoadEntryHeader(leaf, epos), value);
         }
         if (!VersionLock::ReadValidate(&leaf->lock, version)) break;
         result = idx >= 0 ? 1 : 0;
@@ -282,8 +281,14 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
     case Op::kUpsert:
       break;
   }
-  // Append the new version (commit: its header), then retire the old one's valid bit.
-  if (AppendEntry(pc(), leaf, aux, key, value, fp)) {
+  // An 8-byte value on an 8-byte boundary: overwritten in place (commit: that store).
+  if (idx >= 0 && UpdateInPlace(pc(), leaf, aux, static_cast<uint32_t>(idx), value)) {
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {false, Status::OK()};
+  }
+  // Append the new version (commit: its header), then retire the old one's valid bit. A new
+  // version of an 8-byte value goes on an 8-byte boundary, so its next update is in place.
+  if (AppendEntry(pc(), leaf, aux, key, value, fp, /*align8=*/idx >= 0)) {
     if (idx >= 0) InvalidateEntry(pc(), leaf, aux, static_cast<uint32_t>(idx));
     VersionLock::Unlock(&leaf->lock, gen_);
     return {false, Status::OK()};

@@ -56,8 +56,9 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
       if (!(h & kEntryValid)) continue;
       std::string_view k = EntryKey(leaf, epos, h);
       if (bounded && k == cursor && !inclusive) continue;
-      std::string_view v = EntryValue(leaf, epos, h);
-      out->emplace_back(std::string(k), std::string(v));
+      std::string v;
+      CopyEntryValue(leaf, epos, h, &v);
+      out->emplace_back(std::string(k), std::move(v));
     }
     if (!VersionLock::ReadValidate(&leaf->lock, version)) {
       out->resize(before);
