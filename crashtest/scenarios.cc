@@ -53,6 +53,11 @@ const std::vector<Scenario>& Scenarios() {
        "of an 8-byte value is appended after padding that aligns it: repeated 8-byte updates "
        "of the same keys, read back between rounds",
        {"pftree"}},
+      {"pftree-node-insert-in-place",
+       "PFtree adds a child to a Node4/16 with room in place (key byte and child persisted "
+       "beyond the count, then the count raised) and copies only a full one: keys that "
+       "diverge one by one inside a long compressed prefix",
+       {"pftree"}},
   };
   return *s;
 }
@@ -127,6 +132,23 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
       }
     }
     ops->push_back(Make(OpKind::kScan, IK(0)));
+    return true;
+  }
+  if (name == "pftree-node-insert-in-place") {
+    if (!traits.byte_keys) return false;
+    // Enough keys under one long prefix that their leaf array splits (a node with that
+    // prefix), then keys that leave the prefix at one byte, each with a new byte there: a
+    // Node4 from the prefix split, grown in place to 4, copied to a Node16, grown in place
+    // to 16, copied to a Node48.
+    const std::string pad(40, 'p');
+    for (uint64_t i = 0; i < 200; ++i)
+      ops->push_back(Make(OpKind::kInsert, "grow/prefix/" + std::to_string(1000 + i) + pad, IV(i)));
+    for (uint64_t c = 0; c < 24; ++c) {
+      const std::string k = "grow/" + std::string(1, static_cast<char>('A' + c)) + "x";
+      ops->push_back(Make(OpKind::kInsert, k, IV(500 + c + seed)));
+      ops->push_back(Make(OpKind::kLookup, k));
+    }
+    ops->push_back(Make(OpKind::kScan, std::string("grow/")));
     return true;
   }
   if (name == "pftree-split-runs") {

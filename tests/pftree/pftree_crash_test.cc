@@ -113,6 +113,29 @@ TEST(PFTreeCrashTest, UpdateInPlaceCatchesUnpersistedStore) {
   EXPECT_FALSE(r.passed()) << "the unpersisted in-place update survived the campaign";
 }
 
+// Children added in place to Node4/16 (and the copies when they are full), at every fence.
+TEST(PFTreeCrashTest, NodeInsertInPlaceRecovers) {
+  auto o = Base(0, 0);
+  o.scenario = "pftree-node-insert-in-place";
+  o.torn = true;
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
+                                                             r.failures[0].replay);
+}
+
+TEST(PFTreeCrashTest, NodeInsertInPlaceCatchesUnpersistedSlot) {
+  PMINDEX_REQUIRE_MUTANTS();
+  auto o = Base(0, 0);
+  o.scenario = "pftree-node-insert-in-place";
+  o.mutant = "pftree.skip_node_slot_persist";
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_FALSE(r.passed()) << "the unpersisted Node4/16 slot survived the campaign";
+}
+
 TEST(PFTreeCrashTest, KillCyclesFourThreads) {
   auto o = Base(100000, 0);
   o.cycles = Long() ? 50 : 6;
