@@ -49,16 +49,25 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     uint32_t n = aux->count.load(std::memory_order_acquire);
     const uint16_t* order = KeyOrder(leaf, aux, &n);  // cached; sorts only new appends
     const size_t before = out->size();
+    // Keys equal to an exclusive cursor can only come first (from the lower bound on).
+    bool skip_cursor = bounded && !inclusive;
     for (uint32_t i = bounded ? LowerBound(leaf, aux, order, n, cursor) : 0;
          i < n && out->size() < limit; ++i) {  // the scan needs no more: copy no more
       uint32_t epos = aux->pos[order[i]];
       uint16_t h = LoadEntryHeader(leaf, epos);
       if (!(h & kEntryValid)) continue;
       std::string_view k = EntryKey(leaf, epos, h);
-      if (bounded && k == cursor && !inclusive) continue;
-      std::string v;
-      CopyEntryValue(leaf, epos, h, &v);
-      out->emplace_back(std::string(k), std::move(v));
+      if (skip_cursor) {
+        if (k == cursor) continue;
+        skip_cursor = false;
+      }
+      if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
+        // May be overwritten in place meanwhile: one atomic load (validated with the leaf).
+        const uint64_t x = std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_relaxed);
+        out->emplace_back(std::string(k), std::string(reinterpret_cast<const char*>(&x), 8));
+      } else {
+        out->emplace_back(std::string(k), std::string(EntryValue(leaf, epos, h)));
+      }
     }
     if (!VersionLock::ReadValidate(&leaf->lock, version)) {
       out->resize(before);
