@@ -159,14 +159,15 @@ uint8_t Fingerprint(std::string_view key);
 // PrefetchLeaf when a child reference names a leaf array (its header line, which holds the
 // lock and the aux pointer, and the start of the data area: all of a minimum-size block);
 // PrefetchAux once the aux pointer is read (the fingerprint and position arrays sit behind
-// the struct in the same allocation: four lines cover a leaf array of up to ~60 entries).
+// the struct in the same allocation: ten lines cover the struct and the fingerprints of a
+// largest leaf array, ~500 entries, which a probe scans; a position is read per match).
 inline void PrefetchLeaf(const LeafHeader* l) {
   for (size_t off = 0; off < kMinLeafBlock; off += 64) {
     __builtin_prefetch(reinterpret_cast<const char*>(l) + off);
   }
 }
 inline void PrefetchAux(const LeafAux* aux) {
-  for (size_t off = 0; off < 256; off += 64) {
+  for (size_t off = 0; off < 640; off += 64) {
     __builtin_prefetch(reinterpret_cast<const char*>(aux) + off);
   }
 }
