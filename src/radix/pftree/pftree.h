@@ -6,11 +6,15 @@
 // Larger (or an empty key) gets InvalidArgument.
 //
 // Shape: the root is a Node256 at depth 0 that never changes identity (its offset is the
-// pool root). A leaf array under slot b of node N holds keys continuing with b; when its
-// data area is full it is rebuilt from its live entries: into one new leaf array (compaction
-// or growth up to 8 KiB) if they fit, otherwise split by the next distinguishing key byte
-// under a new inner node. Either way the new part is built and persisted off to the side and
-// published by one 8-byte store into the parent slot.
+// pool root). A leaf array under slot b of node N holds keys continuing with b, or, when a
+// Node48/Node256 shares it among a run of bytes [lo, hi] (inner_node.h), keys continuing
+// with any byte of the run. When its data area is full it is rebuilt from its live entries:
+// into one new leaf array (compaction or growth up to 8 KiB) if they fit, otherwise split
+// at the next distinguishing key byte into runs of bytes that each fill about half a
+// largest leaf array (a byte too large for one leaf array gets a subtree). The new part is
+// built and persisted off to the side and published by one 8-byte store: into the parent
+// slot, or, when a shared leaf's run changes, into the grandparent slot with a copy of the
+// parent.
 //
 // Thread safety: fully concurrent. Writers lock the leaf array they change (its persistent
 // lock word carries the pool generation, so a crashed holder does not block a reopened
