@@ -43,6 +43,21 @@ const std::vector<Scenario>& Scenarios() {
        "crash in between loses or duplicates the moved keys (FAST&FAIR, FPTree)",
        {"fastfair", "fptree", "nvtree", "wbtree", "wbtree-so", "rntree", "rntree-ds", "pftree",
         "wort", "woart", "testlist"}},
+      {"pftree-split-runs",
+       "PFtree leaf arrays that serve a run of key bytes: a full one splits into fuller leaf "
+       "arrays by copying its parent (a Node48, then a Node256 past 48 runs) and publishing the "
+       "copy in the grandparent; removing all keys of a run unlinks its leaf array",
+       {"pftree"}},
+      {"pftree-update-in-place",
+       "PFtree overwrites an 8-byte value on an 8-byte boundary with one store; a new version "
+       "of an 8-byte value is appended after padding that aligns it: repeated 8-byte updates "
+       "of the same keys, read back between rounds",
+       {"pftree"}},
+      {"pftree-node-insert-in-place",
+       "PFtree adds a child to a Node4/16 with room in place (key byte and child persisted "
+       "beyond the count, then the count raised) and copies only a full one: keys that "
+       "diverge one by one inside a long compressed prefix",
+       {"pftree"}},
   };
   return *s;
 }
@@ -103,6 +118,60 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
     for (uint64_t k = 1; k <= n; ++k) {
       ops->push_back(Make(OpKind::kInsert, IK(k), IV(k + seed)));
       if (k % 37 == 0) ops->push_back(Make(OpKind::kRemove, IK(k / 2)));
+    }
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+    return true;
+  }
+  if (name == "pftree-update-in-place") {
+    for (uint64_t k = 1; k <= 40; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 5), IV(k)));
+    for (uint64_t round = 1; round <= 4; ++round) {
+      for (uint64_t k = 1; k <= 40; k += 3) {
+        ops->push_back(Make(round % 2 ? OpKind::kUpdate : OpKind::kUpsert, IK(k * 5),
+                            IV(round * 1000 + k + seed)));
+        ops->push_back(Make(OpKind::kLookup, IK(k * 5)));
+      }
+    }
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+    return true;
+  }
+  if (name == "pftree-node-insert-in-place") {
+    if (!traits.byte_keys) return false;
+    // Enough keys under one long prefix that their leaf array splits (a node with that
+    // prefix), then keys that leave the prefix at one byte, each with a new byte there: a
+    // Node4 from the prefix split, grown in place to 4, copied to a Node16, grown in place
+    // to 16, copied to a Node48.
+    const std::string pad(40, 'p');
+    for (uint64_t i = 0; i < 200; ++i)
+      ops->push_back(Make(OpKind::kInsert, "grow/prefix/" + std::to_string(1000 + i) + pad, IV(i)));
+    for (uint64_t c = 0; c < 24; ++c) {
+      const std::string k = "grow/" + std::string(1, static_cast<char>('A' + c)) + "x";
+      ops->push_back(Make(OpKind::kInsert, k, IV(500 + c + seed)));
+      ops->push_back(Make(OpKind::kLookup, k));
+    }
+    ops->push_back(Make(OpKind::kScan, std::string("grow/")));
+    return true;
+  }
+  if (name == "pftree-split-runs") {
+    // Keys below one first byte, spread uniformly over the second, with values long enough
+    // that about 80 fill a leaf array: the leaf array splits into runs of second bytes,
+    // its runs split again, past 48 of them the node becomes a Node256; then every key of
+    // the lowest runs is removed, and some come back.
+    auto key = [](uint64_t i) {
+      uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull;
+      x ^= x >> 29;
+      return IK((x >> 8) | (uint64_t{0x5A} << 56));
+    };
+    const size_t pad = traits.max_value_size > 8 ? std::min<size_t>(52, traits.max_value_size - 8) : 0;
+    const uint64_t n = 4000;
+    for (uint64_t i = 0; i < n; ++i)
+      ops->push_back(Make(OpKind::kInsert, key(i), IV(i + seed) + std::string(pad, 'r')));
+    for (uint64_t i = 0; i < n; ++i) {
+      const std::string k = key(i);
+      if (static_cast<uint8_t>(k[1]) < 0x30) ops->push_back(Make(OpKind::kRemove, k));
+    }
+    for (uint64_t i = 0; i < n; i += 7) {
+      const std::string k = key(i);
+      if (static_cast<uint8_t>(k[1]) < 0x30) ops->push_back(Make(OpKind::kInsert, k, IV(i)));
     }
     ops->push_back(Make(OpKind::kScan, IK(0)));
     return true;

@@ -59,6 +59,83 @@ INSTANTIATE_TEST_SUITE_P(Mutants, PFTreeMutantTest,
                            return n.substr(n.find('.') + 1);
                          });
 
+// Splits of leaf arrays that serve runs of key bytes (copies of a Node48 / Node256 published
+// in the grandparent), removal of whole runs, and leaves added back into emptied runs.
+TEST(PFTreeCrashTest, SplitRunsRecover) {
+  // ~9,000 fences with many undecided lines each: a sample, each line not flipped alone
+  // (every fence with PFTREE_CRASH_FULL=1).
+  auto o = Base(0, Long() ? 0 : Scale(120));
+  o.scenario = "pftree-split-runs";
+  o.pool_size = 32ull << 20;
+  o.flip_each = Long();
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
+                                                             r.failures[0].replay);
+}
+
+// The copy of a shared leaf's parent must be durable before the grandparent names it.
+TEST(PFTreeCrashTest, SplitRunsCatchUnpersistedCopy) {
+  PMINDEX_REQUIRE_MUTANTS();
+  auto o = Base(0, Scale(60));
+  o.scenario = "pftree-split-runs";
+  o.pool_size = 32ull << 20;
+  o.flip_each = false;
+  o.mutant = "pftree.skip_split_node_persist";
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_FALSE(r.passed()) << "the unpersisted copy survived the campaign";
+}
+
+// Updates of 8-byte values in place (and the aligned appends that make them possible), at
+// every fence; the in-place store must be persisted before the update returns.
+TEST(PFTreeCrashTest, UpdateInPlaceRecovers) {
+  auto o = Base(0, 0);
+  o.scenario = "pftree-update-in-place";
+  o.torn = true;
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
+                                                             r.failures[0].replay);
+}
+
+TEST(PFTreeCrashTest, UpdateInPlaceCatchesUnpersistedStore) {
+  PMINDEX_REQUIRE_MUTANTS();
+  auto o = Base(0, 0);
+  o.scenario = "pftree-update-in-place";
+  o.mutant = "pftree.skip_inplace_update_persist";
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_FALSE(r.passed()) << "the unpersisted in-place update survived the campaign";
+}
+
+// Children added in place to Node4/16 (and the copies when they are full), at every fence.
+TEST(PFTreeCrashTest, NodeInsertInPlaceRecovers) {
+  auto o = Base(0, 0);
+  o.scenario = "pftree-node-insert-in-place";
+  o.torn = true;
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
+                                                             r.failures[0].replay);
+}
+
+TEST(PFTreeCrashTest, NodeInsertInPlaceCatchesUnpersistedSlot) {
+  PMINDEX_REQUIRE_MUTANTS();
+  auto o = Base(0, 0);
+  o.scenario = "pftree-node-insert-in-place";
+  o.mutant = "pftree.skip_node_slot_persist";
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_FALSE(r.passed()) << "the unpersisted Node4/16 slot survived the campaign";
+}
+
 TEST(PFTreeCrashTest, KillCyclesFourThreads) {
   auto o = Base(100000, 0);
   o.cycles = Long() ? 50 : 6;

@@ -46,7 +46,7 @@ TEST_P(PFTreeModelTest, MatchesStdMap) {
   ModelChecker checker(TestSeed(1000 + static_cast<int>(shape)));
   ASSERT_NO_FATAL_FAILURE(checker.create("pftree", dir.file("p.pool"), TestOptions()));
   const bool is_int = shape == Shape::kDense || shape == Shape::kSparse ||
-                      shape == Shape::kClustered;
+                      shape == Shape::kClustered || shape == Shape::kOneSlot;
   // The key universe is not scaled down in sanitizer builds: fewer keys would not split.
   KeySource keys(shape, checker.seed(), is_int ? Scale(20000) : 6000);
   uint64_t version = 0;
@@ -85,7 +85,7 @@ TEST_P(PFTreeModelTest, MatchesStdMap) {
 INSTANTIATE_TEST_SUITE_P(Shapes, PFTreeModelTest,
                          ::testing::Values(Shape::kDense, Shape::kSparse, Shape::kClustered,
                                            Shape::kRandomBytes, Shape::kSharedPrefix,
-                                           Shape::kPrefixChains),
+                                           Shape::kPrefixChains, Shape::kOneSlot),
                          [](const auto& info) { return std::string(ShapeName(info.param)); });
 
 TEST(PFTreeTest, Limits) {

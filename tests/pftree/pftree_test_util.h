@@ -13,7 +13,7 @@
 
 namespace pmindex::testing {
 
-enum class Shape { kDense, kSparse, kClustered, kRandomBytes, kSharedPrefix, kPrefixChains };
+enum class Shape { kDense, kSparse, kClustered, kRandomBytes, kSharedPrefix, kPrefixChains, kOneSlot };
 
 inline const char* ShapeName(Shape s) {
   switch (s) {
@@ -23,6 +23,7 @@ inline const char* ShapeName(Shape s) {
     case Shape::kRandomBytes: return "random_bytes";
     case Shape::kSharedPrefix: return "shared_prefix";
     case Shape::kPrefixChains: return "prefix_chains";
+    case Shape::kOneSlot: return "one_slot";
   }
   return "?";
 }
@@ -59,6 +60,10 @@ class KeySource {
         for (size_t k = 0; k < extra; ++k) s.push_back(static_cast<char>('a' + r() % 4));
         return s;
       }
+      case Shape::kOneSlot:
+        // Uniform below one fixed first byte: one root slot whose leaf arrays split into
+        // runs of bytes (shared leaves in a Node48, then a Node256, then deeper).
+        return std::string(IntKey((Mix(i) >> 8) | (uint64_t{0x5A} << 56)).view());
       case Shape::kPrefixChains: {
         // Keys that are prefixes of other keys: cut a shared long string at many lengths.
         const std::string& c = chains_[i % chains_.size()];

@@ -9,15 +9,27 @@
 // Child references are 8-byte pool offsets; bit 0 set = leaf array (blocks are 64-byte
 // aligned, so the bit is free). 0 = no child.
 //
+// Ranges: a Node48 or Node256 may route a run of consecutive bytes [lo, hi] to one leaf array
+// (a *shared* child, always a leaf: Node48 index bytes naming the same slot, or Node256 slots
+// holding the same reference). Its keys share key[0..p) with the path (p = depth +
+// prefix_len, the leaf's depth) and have key[p] in [lo, hi]; a child of one byte holds keys
+// with key[p] = b and has depth p + 1. Node4/16 never share. A Node48 slot serves its whole
+// run, so replacing a shared child there is one 8-byte store; a Node256 run (and any change
+// of the runs themselves) is changed by copying the node.
+//
 // What changes in place, and how (each is one failure-atomic 8-byte or 1-byte store):
 //   - any child slot or `term`: replaced by a persisted new child (split, compaction) or
 //     cleared (last key removed). Commit = the 8-byte store + persist.
 //   - Node256: a new child is stored into its slot.
 //   - Node48: a new child is persisted into a slot no index byte references, then the index
 //     byte is set and persisted (commit). A slot whose child was cleared stays referenced.
-// Everything else (a new key in Node4/16, a full Node48, a prefix split) builds and persists
-// a new node and swaps the parent's 8-byte reference (copy-on-write), so type, count, keys
-// of Node4/16 and the prefix are immutable once a node is reachable.
+//   - Node4/16 with room: the new key byte and child are written into position `count`
+//     (beyond what readers look at) and persisted, then `count` is raised by one (commit: a
+//     1-byte store, persisted). Keys are therefore in insertion order, not byte order:
+//     iteration sorts the (at most 16) positions.
+// Everything else (a full Node4/16/48, a prefix split) builds and persists a new node and
+// swaps the parent's 8-byte reference (copy-on-write), so type, the keys below count and the
+// prefix are immutable once a node is reachable.
 //
 // Crash argument: a node is reachable only after its content was persisted; each in-place
 // change commits with one store; a crash before it leaves the old state, after it the new.
@@ -54,7 +66,8 @@ inline uint64_t RefOffset(uint64_t ref) { return ref & ~kLeafTag; }
 // Common header, bytes 0..23 of cache line 0.
 //   0  lock        8  VersionLock word (generation | version | obsolete | locked), never flushed
 //   8  type        1  NodeType
-//   9  count       1  Node4/16: number of keys; Node48: slots filled at build; Node256: 0
+//   9  count       1  Node4/16: number of keys (raised in place); Node48: slots filled at
+//                     build; Node256: 0
 //  10  prefix_len  2  bytes of compressed prefix (stored in full after the fixed part)
 //  12  depth       2  key bytes consumed before the prefix
 //  14  reserved    2
@@ -119,18 +132,40 @@ inline const char* PrefixOf(const InnerHeader* n) {
 // for byte b; nullptr if the node has no slot for b.
 uint64_t* FindChildSlot(InnerHeader* n, uint8_t b);
 
+// The published key count of a Node4/16 (acquire: its keys and children are visible).
+inline int KeyCount(InnerHeader* n) {
+  return std::atomic_ref<uint8_t>(n->count).load(std::memory_order_acquire);
+}
+// Positions [0, count) of a Node4/16's keys in byte order (insertion sort of <= 16 bytes).
+inline int SortedPositions(InnerHeader* n, const uint8_t* keys, uint8_t* order) {
+  const int count = KeyCount(n);
+  for (int i = 0; i < count; ++i) {
+    int j = i;
+    while (j > 0 && keys[order[j - 1]] > keys[i]) {
+      order[j] = order[j - 1];
+      --j;
+    }
+    order[j] = static_cast<uint8_t>(i);
+  }
+  return count;
+}
+
 // Calls fn(byte, slot) for each slot with a byte, in byte order (children may be 0).
 template <typename Fn>
 void ForEachSlot(InnerHeader* n, Fn&& fn) {
   switch (static_cast<NodeType>(n->type)) {
     case NodeType::kNode4: {
       auto* n4 = reinterpret_cast<Node4*>(n);
-      for (int i = 0; i < n->count; ++i) fn(n4->keys[i], &n4->children[i]);
+      uint8_t order[16];
+      const int count = SortedPositions(n, n4->keys, order);
+      for (int i = 0; i < count; ++i) fn(n4->keys[order[i]], &n4->children[order[i]]);
       break;
     }
     case NodeType::kNode16: {
       auto* n16 = reinterpret_cast<Node16*>(n);
-      for (int i = 0; i < n->count; ++i) fn(n16->keys[i], &n16->children[i]);
+      uint8_t order[16];
+      const int count = SortedPositions(n, n16->keys, order);
+      for (int i = 0; i < count; ++i) fn(n16->keys[order[i]], &n16->children[order[i]]);
       break;
     }
     case NodeType::kNode48: {
@@ -152,7 +187,8 @@ void ForEachSlot(InnerHeader* n, Fn&& fn) {
 }
 
 // Calls fn(byte, child) for each non-zero child with byte >= first, in byte order, until fn
-// returns false; without allocating (scans). False if fn stopped it.
+// returns false; without allocating (scans). A shared child is visited once, with the first
+// byte of its run that is >= first. False if fn stopped it.
 template <typename Fn>
 bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
   switch (static_cast<NodeType>(n->type)) {
@@ -162,18 +198,23 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
       const uint8_t* keys = n4 ? reinterpret_cast<Node4*>(n)->keys : reinterpret_cast<Node16*>(n)->keys;
       uint64_t* children =
           n4 ? reinterpret_cast<Node4*>(n)->children : reinterpret_cast<Node16*>(n)->children;
-      for (int i = 0; i < n->count; ++i) {
-        if (keys[i] < first) continue;
-        uint64_t ref = LoadRef(&children[i]);
-        if (ref != 0 && !fn(keys[i], ref)) return false;
+      uint8_t order[16];
+      const int count = SortedPositions(n, keys, order);
+      for (int i = 0; i < count; ++i) {
+        const int k = order[i];
+        if (keys[k] < first) continue;
+        uint64_t ref = LoadRef(&children[k]);
+        if (ref != 0 && !fn(keys[k], ref)) return false;
       }
       return true;
     }
     case NodeType::kNode48: {
       auto* n48 = reinterpret_cast<Node48*>(n);
+      uint8_t prev = 0;
       for (int b = first; b < 256; ++b) {
         uint8_t idx = std::atomic_ref<uint8_t>(n48->index[b]).load(std::memory_order_acquire);
-        if (idx == 0) continue;
+        if (idx == 0 || idx == prev) continue;
+        prev = idx;
         uint64_t ref = LoadRef(&n48->children[idx - 1]);
         if (ref != 0 && !fn(static_cast<uint8_t>(b), ref)) return false;
       }
@@ -181,9 +222,12 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
     }
     case NodeType::kNode256: {
       auto* n256 = reinterpret_cast<Node256*>(n);
+      uint64_t prev = 0;
       for (int b = first; b < 256; ++b) {
         uint64_t ref = LoadRef(&n256->children[b]);
-        if (ref != 0 && !fn(static_cast<uint8_t>(b), ref)) return false;
+        if (ref == 0 || ref == prev) continue;
+        prev = ref;
+        if (!fn(static_cast<uint8_t>(b), ref)) return false;
       }
       return true;
     }
@@ -193,19 +237,34 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
 }
 
 // Adds child `ref` for byte b without copying the node, if its type allows (Node256, a
-// Node48 with a free slot, or an existing slot for b whose child was cleared). Caller holds
-// the node's lock and has persisted the child. False: copy-on-write needed.
+// Node48 with a free slot, a Node4/16 with room, or an existing slot for b whose child was
+// cleared). Caller holds the node's lock and has persisted the child. False: copy-on-write
+// needed.
 bool AddChildInPlace(pm::PersistContext& pc, InnerHeader* n, uint8_t b, uint64_t ref);
 
 // Builds a new node of the smallest type that holds `children` (sorted by byte, non-zero
-// refs) and flushes it; the caller fences once, for every block it built, before any
+// refs; consecutive bytes with the same leaf reference form a shared run, which takes a
+// Node48 while there are at most 48 distinct children, else a Node256) and flushes it; the caller fences once, for every block it built, before any
 // reference to them is stored. Returns its offset.
 Result<uint64_t> BuildInnerNode(pm::PersistContext& pc, pm::Allocator& alloc, char* base, uint16_t depth,
                                 std::string_view prefix, uint64_t term,
-                                const std::vector<std::pair<uint8_t, uint64_t>>& children);
+                                const std::vector<std::pair<uint8_t, uint64_t>>& children,
+                                bool flush = true);
 
-// The non-zero children of n, in byte order.
+// The non-zero children of n, in byte order, one pair per byte (a shared child once per byte
+// of its run: what BuildInnerNode takes to copy the node with its runs).
 std::vector<std::pair<uint8_t, uint64_t>> LiveChildren(InnerHeader* n);
+
+// The distinct non-zero children of n in byte order, each with its run of bytes.
+struct ChildRun {
+  uint8_t lo, hi;
+  uint64_t ref;
+};
+std::vector<ChildRun> ChildRuns(InnerHeader* n);
+
+// The run of bytes [*lo, *hi] that reaches the same child as byte b (b alone unless the
+// child is shared). Caller holds the node's lock (or the node is not reachable yet).
+void RunOf(InnerHeader* n, uint8_t b, uint8_t* lo, uint8_t* hi);
 
 }  // namespace pmindex::pftree
 

@@ -100,14 +100,27 @@ void FreeAux(LeafAux* aux) {
 }
 
 bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
-                 uint8_t fp) {
+                 uint8_t fp, bool align8) {
   uint32_t n = aux->count.load(std::memory_order_relaxed);
   size_t size = EntrySize(key.size(), value.size());
-  if (n >= aux->max_entries || aux->used + size > l->capacity) return false;
-  uint32_t pos = aux->used;
+  uint32_t start = aux->used;
+  uint32_t pad = 0;
+  if (align8 && value.size() == 8 && key.size() % 2 == 0) {
+    const auto v = reinterpret_cast<uintptr_t>(LeafData(l) + start + 2 + key.size());
+    pad = static_cast<uint32_t>((8 - v % 8) % 8);
+  }
+  if (n >= aux->max_entries || start + pad + size > l->capacity) return false;
+  uint32_t pos = start + pad;
   char* entry = LeafData(l) + pos;
   auto* header = reinterpret_cast<uint16_t*>(entry);
   const uint16_t h = MakeEntryHeader(key.size(), value.size());
+  if (pad != 0) {
+    // Padding (key length 0, not valid), and a zero header where the entry goes: the block
+    // may hold old bytes there, and until the commit that position ends the data area.
+    std::atomic_ref<uint16_t>(*reinterpret_cast<uint16_t*>(LeafData(l) + start))
+        .store(static_cast<uint16_t>(pad), std::memory_order_relaxed);
+    std::atomic_ref<uint16_t>(*header).store(0, std::memory_order_relaxed);
+  }
   const bool early_header = pm::mutant("pftree.header_before_kv");
   if (early_header) {  // mutant: commits before the key and value are durable
     std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
@@ -122,7 +135,13 @@ bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::strin
         .store(0, std::memory_order_relaxed);
     body += 2;
   }
-  if (!pm::mutant("pftree.skip_entry_persist")) pc.persist(entry + 2, body);
+  if (!pm::mutant("pftree.skip_entry_persist")) {
+    if (pad != 0) {
+      pc.persist(LeafData(l) + start, pad + 2 + body);  // padding, zero header, body
+    } else {
+      pc.persist(entry + 2, body);
+    }
+  }
   if (!early_header) {
     std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
     pc.persist(header, 2);  // commit
@@ -135,6 +154,19 @@ bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::strin
   return true;
 }
 
+bool UpdateInPlace(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32_t idx,
+                   std::string_view value) {
+  if (value.size() != 8) return false;
+  const uint32_t pos = aux->pos[idx];
+  uint64_t* w = InPlaceValue(l, pos, LoadEntryHeader(l, pos));
+  if (w == nullptr) return false;
+  uint64_t v;
+  std::memcpy(&v, value.data(), 8);
+  std::atomic_ref<uint64_t>(*w).store(v, std::memory_order_release);
+  if (!pm::mutant("pftree.skip_inplace_update_persist")) pc.persist(w, 8);  // commit
+  return true;
+}
+
 void InvalidateEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32_t idx) {
   auto* header = reinterpret_cast<uint16_t*>(LeafData(l) + aux->pos[idx]);
   std::atomic_ref<uint16_t> h(*header);
@@ -144,7 +176,9 @@ void InvalidateEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32
 }
 
 size_t LeafBlockSizeFor(size_t bytes) {
-  size_t want = std::min(std::max(2 * bytes, kMinLeafBlock - kLeafHeaderSize), kMaxLeafData);
+  // Half as much again as the entries need: the size classes step by a quarter, so a
+  // leaf array is at least 2/3 full whenever it is rebuilt or split.
+  size_t want = std::min(std::max(bytes + bytes / 2, kMinLeafBlock - kLeafHeaderSize), kMaxLeafData);
   want = std::max(want, bytes);
   for (uint32_t cls : pm::kSizeClasses) {
     if (cls < kMinLeafBlock) continue;
@@ -198,7 +232,7 @@ LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error)
     uint16_t h;
     std::memcpy(&h, data + p, 2);
     if (h == 0) break;
-    p += static_cast<uint32_t>(EntrySize(EntryKeyLen(h), EntryValueLen(h)));
+    p += static_cast<uint32_t>(RecordSize(h));
   }
   auto* aux = NewAux(l->capacity, std::min(entries, kMaxEntries));
   uint32_t pos = 0, n = 0;
@@ -208,6 +242,16 @@ LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error)
     uint16_t h;
     std::memcpy(&h, data + pos, 2);
     if (h == 0) break;
+    if (IsPadding(h)) {
+      const size_t pad = EntryValueLen(h);
+      if ((pad != 2 && pad != 4 && pad != 6) || pos + pad > l->capacity) {
+        *error = "malformed padding at data offset " + std::to_string(pos);
+        FreeAux(aux);
+        return nullptr;
+      }
+      pos += static_cast<uint32_t>(pad);
+      continue;
+    }
     size_t klen = EntryKeyLen(h), vlen = EntryValueLen(h);
     size_t size = EntrySize(klen, vlen);
     if (klen == 0 || pos + size > l->capacity || n >= aux->max_entries) {

@@ -13,7 +13,10 @@
 //   64..:   data area, entries back to back, each 2-byte aligned:
 //             [hdr: bit 15 valid | bits 14..6 key length (1..511) | bits 5..0 value length]
 //             [key bytes][value bytes][pad to even]
-//           The first header that is 0 ends the data area.
+//           The first header that is 0 ends the data area. A header with key length 0
+//           and the valid bit clear is padding of 2, 4 or 6 bytes (its value-length field,
+//           header included): it puts the 8-byte value of the entry after it on an 8-byte
+//           boundary, so the value can be overwritten in place.
 //
 // Crash argument (insert = append): the key and value bytes, followed by a zero header
 // (the terminator of the next position), are written and persisted first; then the 2-byte
@@ -22,8 +25,13 @@
 // of the data area, so a torn entry is never seen and its bytes are overwritten by the next
 // append. Remove clears the valid bit (one 2-byte store). Update appends the new version and
 // then clears the old one; a crash in between leaves two valid versions, and recovery keeps
-// the later one (appends only move forward between rebuilds) and clears the earlier.
-// Nothing else ever changes in place: compaction, growth and splits build new blocks.
+// the later one (appends only move forward between rebuilds) and clears the earlier. An
+// update of an 8-byte value by an 8-byte value that sits on an 8-byte boundary is one
+// aligned 8-byte store, persisted (failure-atomic: a crash leaves the old or the new value);
+// a new version of an existing key with an 8-byte value is appended aligned (after padding,
+// written and persisted with the body, the entry's header position zeroed with it) so that
+// its next update is in place. Nothing else changes in place: compaction, growth and splits
+// build new blocks.
 //
 // Concurrency: writers hold the leaf's lock; readers read under a version (VersionLock).
 // Entry bytes and the DRAM arrays below `count` never change after publication (count is
@@ -111,6 +119,11 @@ inline uint16_t MakeEntryHeader(size_t klen, size_t vlen) {
 inline size_t EntryKeyLen(uint16_t h) { return (h >> 6) & 0x1FF; }
 inline size_t EntryValueLen(uint16_t h) { return h & 0x3F; }
 inline size_t EntrySize(size_t klen, size_t vlen) { return (2 + klen + vlen + 1) & ~size_t{1}; }
+inline bool IsPadding(uint16_t h) { return h != 0 && (h & kEntryValid) == 0 && EntryKeyLen(h) == 0; }
+// Bytes the record with header h takes in the data area (an entry or padding).
+inline size_t RecordSize(uint16_t h) {
+  return IsPadding(h) ? EntryValueLen(h) : EntrySize(EntryKeyLen(h), EntryValueLen(h));
+}
 
 inline uint16_t LoadEntryHeader(LeafHeader* l, uint32_t pos) {
   return std::atomic_ref<uint16_t>(*reinterpret_cast<uint16_t*>(LeafData(l) + pos))
@@ -122,6 +135,24 @@ inline std::string_view EntryKey(LeafHeader* l, uint32_t pos, uint16_t h) {
 inline std::string_view EntryValue(LeafHeader* l, uint32_t pos, uint16_t h) {
   return {LeafData(l) + pos + 2 + EntryKeyLen(h), EntryValueLen(h)};
 }
+// An 8-byte value on an 8-byte boundary: updated in place (UpdateInPlace).
+inline uint64_t* InPlaceValue(LeafHeader* l, uint32_t pos, uint16_t h) {
+  char* v = LeafData(l) + pos + 2 + EntryKeyLen(h);
+  return EntryValueLen(h) == 8 && reinterpret_cast<uintptr_t>(v) % 8 == 0
+             ? reinterpret_cast<uint64_t*>(v)
+             : nullptr;
+}
+// Copies entry pos's value for a reader (which validates the leaf's version afterwards); an
+// in-place value is read with one atomic load, as a writer may be storing it.
+inline void CopyEntryValue(LeafHeader* l, uint32_t pos, uint16_t h, std::string* out) {
+  if (uint64_t* w = InPlaceValue(l, pos, h)) {
+    const uint64_t v = std::atomic_ref<uint64_t>(*w).load(std::memory_order_relaxed);
+    out->assign(reinterpret_cast<const char*>(&v), 8);
+    return;
+  }
+  std::string_view v = EntryValue(l, pos, h);
+  out->assign(v.data(), v.size());
+}
 
 uint8_t Fingerprint(std::string_view key);
 
@@ -129,14 +160,15 @@ uint8_t Fingerprint(std::string_view key);
 // PrefetchLeaf when a child reference names a leaf array (its header line, which holds the
 // lock and the aux pointer, and the start of the data area: all of a minimum-size block);
 // PrefetchAux once the aux pointer is read (the fingerprint and position arrays sit behind
-// the struct in the same allocation: four lines cover a leaf array of up to ~60 entries).
+// the struct in the same allocation: ten lines cover the struct and the fingerprints of a
+// largest leaf array, ~500 entries, which a probe scans; a position is read per match).
 inline void PrefetchLeaf(const LeafHeader* l) {
   for (size_t off = 0; off < kMinLeafBlock; off += 64) {
     __builtin_prefetch(reinterpret_cast<const char*>(l) + off);
   }
 }
 inline void PrefetchAux(const LeafAux* aux) {
-  for (size_t off = 0; off < 256; off += 64) {
+  for (size_t off = 0; off < 640; off += 64) {
     __builtin_prefetch(reinterpret_cast<const char*>(aux) + off);
   }
 }
@@ -146,8 +178,15 @@ int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view ke
 
 // Appends and commits key -> value. Caller holds the lock. False (nothing written) if the
 // data area or the entry arrays are full.
+// With align8 (an 8-byte value, an even key length), the value is placed on an 8-byte
+// boundary after padding.
 bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
-                 uint8_t fp);
+                 uint8_t fp, bool align8 = false);
+// Overwrites entry idx's value in place with one aligned 8-byte store, persisted (the
+// commit). False (nothing written) unless both values are 8 bytes and the old one is on an
+// 8-byte boundary. Caller holds the lock.
+bool UpdateInPlace(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32_t idx,
+                   std::string_view value);
 // Clears entry idx's valid bit and persists it. Caller holds the lock.
 void InvalidateEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32_t idx);
 
@@ -175,7 +214,7 @@ inline size_t ItemsBytes(const std::vector<LeafItem>& items, size_t b, size_t e)
   for (size_t i = b; i < e; ++i) s += EntrySize(items[i].key.size(), items[i].value.size());
   return s;
 }
-// Block size for a new leaf holding `bytes` of entries, with room to grow.
+// Block size for a new leaf holding `bytes` of entries, with room to grow (half as much again).
 size_t LeafBlockSizeFor(size_t bytes);
 // How a new block is made durable before a reference publishes it: flushed and fenced, or
 // only flushed when the caller fences once for several blocks, or not at all (a test

@@ -18,6 +18,9 @@ namespace {
 // (hysteresis: a nearly full rebuilt leaf would be rebuilt again after a few appends).
 constexpr size_t kRebuildMaxEntries = kMaxEntries * 3 / 4;
 constexpr size_t kRebuildMaxBytes = kMaxLeafData * 3 / 4;
+// A split makes as many leaf arrays as it takes for each to hold at most half a largest one.
+constexpr size_t kSplitEntries = kMaxEntries / 2;
+constexpr size_t kSplitBytes = kMaxLeafData / 2;
 
 }  // namespace
 
@@ -121,8 +124,7 @@ Status PFTree::lookup(std::string_view key, std::string* value) {
         int idx = FindEntry(leaf, aux, n, key, fp);
         if (idx >= 0) {
           uint32_t epos = aux->pos[idx];
-          std::string_view v = EntryValue(leaf, epos, LoadEntryHeader(leaf, epos));
-          if (value != nullptr) value->assign(v.data(), v.size());
+          if (value != nullptr) CopyEntryValue(leaf, epos, LoadEntryHeader(leaf, epos), value);
         }
         if (!VersionLock::ReadValidate(&leaf->lock, version)) break;
         result = idx >= 0 ? 1 : 0;
@@ -205,7 +207,9 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
         break;
       }
       if (IsLeafRef(child)) {
-        r = WriteToLeaf(node, slot, at<LeafHeader>(child), key, value, fp, op);
+        LeafPath path{parent, parent_byte, node, key.size() == pos,
+                      key.size() == pos ? uint8_t{0} : static_cast<uint8_t>(key[pos]), slot};
+        r = WriteToLeaf(path, at<LeafHeader>(child), key, value, fp, op);
         break;
       }
       parent = node;
@@ -217,15 +221,22 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
   }
 }
 
-PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf,
-                                  std::string_view key, std::string_view value, uint8_t fp,
-                                  Op op) {
+PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
+                                    std::string_view value, uint8_t fp, Op op) {
+  InnerHeader* const parent = lp.parent;
+  uint64_t* const slot = lp.slot;
   PrefetchLeaf(leaf);
   if (!VersionLock::Lock(&leaf->lock, gen_)) return {true, {}};
   LeafAux* aux = AuxOf(leaf);
   PrefetchAux(aux);
   const uint32_t n = aux->count.load(std::memory_order_relaxed);
   const int idx = FindEntry(leaf, aux, n, key, fp);
+  // The bytes of the parent that reach this leaf (one unless it is shared); stable while the
+  // parent is locked.
+  auto run_of = [&](uint8_t* lo, uint8_t* hi) {
+    *lo = *hi = lp.byte;
+    if (!lp.term) RunOf(parent, lp.byte, lo, hi);
+  };
   switch (op) {
     case Op::kInsert:
       if (idx >= 0) {
@@ -239,7 +250,7 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
         return {false, Status::NotFound()};
       }
       break;
-    case Op::kRemove:
+    case Op::kRemove: {
       if (idx < 0) {
         VersionLock::Unlock(&leaf->lock, gen_);
         return {false, Status::NotFound()};
@@ -249,21 +260,35 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
         VersionLock::Unlock(&leaf->lock, gen_);
         return {false, Status::OK()};
       }
-      // The last key: unlink the whole leaf array (commit: the parent's 8-byte reference).
+      // The last key: unlink the whole leaf array (commit: the parent's 8-byte reference, or
+      // for a Node256 run the grandparent's reference to a copy without it).
       if (!VersionLock::TryLock(&parent->lock, gen_)) {
         VersionLock::Unlock(&leaf->lock, gen_);
         return {true, {}};
+      }
+      uint8_t lo, hi;
+      run_of(&lo, &hi);
+      if (lo < hi && parent->type == static_cast<uint8_t>(NodeType::kNode256)) {
+        std::vector<uint64_t> none;
+        return ReplaceRun(lp, leaf, lo, hi, {}, &none);
       }
       VersionLock::MarkObsolete(&leaf->lock, gen_);
       StoreRef(pc(), slot, 0);
       VersionLock::Unlock(&parent->lock, gen_);
       Retire(pool_->offset_of(leaf) | kLeafTag);
       return {false, Status::OK()};
+    }
     case Op::kUpsert:
       break;
   }
-  // Append the new version (commit: its header), then retire the old one's valid bit.
-  if (AppendEntry(pc(), leaf, aux, key, value, fp)) {
+  // An 8-byte value on an 8-byte boundary: overwritten in place (commit: that store).
+  if (idx >= 0 && UpdateInPlace(pc(), leaf, aux, static_cast<uint32_t>(idx), value)) {
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {false, Status::OK()};
+  }
+  // Append the new version (commit: its header), then retire the old one's valid bit. A new
+  // version of an 8-byte value goes on an 8-byte boundary, so its next update is in place.
+  if (AppendEntry(pc(), leaf, aux, key, value, fp, /*align8=*/idx >= 0)) {
     if (idx >= 0) InvalidateEntry(pc(), leaf, aux, static_cast<uint32_t>(idx));
     VersionLock::Unlock(&leaf->lock, gen_);
     return {false, Status::OK()};
@@ -287,7 +312,36 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
   std::sort(items.begin(), items.end(),
             [](const LeafItem& a, const LeafItem& b) { return KeyLess(a.key, b.key); });
   std::vector<uint64_t> allocated;
-  Result<uint64_t> sub = BuildSubtree(items, 0, items.size(), leaf->depth, &allocated);
+  uint8_t lo, hi;
+  run_of(&lo, &hi);
+  const bool shared = lo < hi;
+  // Compaction before growth: a leaf array whose dead versions take an eighth of it is
+  // rebuilt at the same (largest) size while that leaves an eighth free, rather than split;
+  // so updates, which only add dead versions, do not grow the tree.
+  const size_t live_bytes = ItemsBytes(items, 0, items.size());
+  const bool compact = aux->used >= live_bytes + leaf->capacity / 8 &&
+                       live_bytes + leaf->capacity / 8 <= kMaxLeafData &&
+                       items.size() + kMaxEntries / 8 <= kMaxEntries;
+  const bool fits = compact || FitsOneLeaf(items, 0, items.size());
+  if (shared && !(fits && parent->type == static_cast<uint8_t>(NodeType::kNode48))) {
+    // A shared leaf that must split (or whose Node256 run must move to a new leaf): its run
+    // is re-partitioned in a copy of the parent, published in the grandparent.
+    std::vector<std::pair<uint8_t, uint64_t>> repl;
+    Status s = fits ? BuildRunLeaf(items, 0, items.size(), leaf->depth, lo, hi, &allocated, &repl)
+                    : BuildRuns(items, 0, items.size(), leaf->depth, lo, hi, &allocated, &repl);
+    if (!s.ok()) {
+      FreeBlocks(allocated);
+      VersionLock::Unlock(&parent->lock, gen_);
+      VersionLock::Unlock(&leaf->lock, gen_);
+      return {false, s};
+    }
+    return ReplaceRun(lp, leaf, lo, hi, std::move(repl), &allocated);
+  }
+  // One reference to replace (a Node48 slot serves its whole run): the new leaf keeps the
+  // old depth; an unshared child may become a subtree.
+  Result<uint64_t> sub = shared || fits
+                             ? BuildLeaf(items, 0, items.size(), leaf->depth, &allocated)
+                             : BuildSubtree(items, 0, items.size(), leaf->depth, &allocated);
   if (!sub.ok()) {
     FreeBlocks(allocated);
     VersionLock::Unlock(&parent->lock, gen_);
@@ -298,6 +352,42 @@ PFTree::Attempt PFTree::WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHea
   VersionLock::MarkObsolete(&leaf->lock, gen_);
   StoreRef(pc(), slot, *sub);  // commit
   VersionLock::Unlock(&parent->lock, gen_);
+  Retire(pool_->offset_of(leaf) | kLeafTag);
+  return {false, Status::OK()};
+}
+
+PFTree::Attempt PFTree::ReplaceRun(const LeafPath& lp, LeafHeader* leaf, uint8_t lo, uint8_t hi,
+                                   std::vector<std::pair<uint8_t, uint64_t>> repl,
+                                   std::vector<uint64_t>* allocated) {
+  InnerHeader* const parent = lp.parent;
+  auto fail = [&](bool restart, const Status& s) -> Attempt {
+    FreeBlocks(*allocated);
+    VersionLock::Unlock(&parent->lock, gen_);
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {restart, s};
+  };
+  // The parent is never the root (the root's children are single bytes), so it has one.
+  if (lp.grandparent == nullptr || !VersionLock::TryLock(&lp.grandparent->lock, gen_))
+    return fail(true, Status::OK());
+  std::vector<std::pair<uint8_t, uint64_t>> children;
+  for (auto& c : LiveChildren(parent)) {
+    if (c.first == lo) children.insert(children.end(), repl.begin(), repl.end());
+    if (c.first < lo || c.first > hi) children.push_back(c);
+  }
+  Result<uint64_t> copy =
+      BuildInnerNode(pc(), *alloc_, base_, parent->depth, {PrefixOf(parent), parent->prefix_len},
+                     LoadRef(&parent->term), children,
+                     /*flush=*/!pm::mutant("pftree.skip_split_node_persist"));
+  if (!copy.ok()) {
+    VersionLock::Unlock(&lp.grandparent->lock, gen_);
+    return fail(false, copy.status());
+  }
+  pc().fence();  // the copy and the run's new leaves are durable before the swap
+  VersionLock::MarkObsolete(&parent->lock, gen_);
+  VersionLock::MarkObsolete(&leaf->lock, gen_);
+  StoreRef(pc(), FindChildSlot(lp.grandparent, lp.parent_byte), *copy);  // commit
+  VersionLock::Unlock(&lp.grandparent->lock, gen_);
+  Retire(pool_->offset_of(parent));
   Retire(pool_->offset_of(leaf) | kLeafTag);
   return {false, Status::OK()};
 }
@@ -322,7 +412,10 @@ PFTree::Attempt PFTree::AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, Inner
     VersionLock::Unlock(&node->lock, gen_);
     return {true, {}};
   }
-  Result<uint64_t> leaf = NewLeaf(key, value, static_cast<uint16_t>(term ? pos : pos + 1));
+  // A leaf for a shared Node48 slot (whose child was removed) serves the slot's whole run.
+  uint8_t lo = b, hi = b;
+  if (!term) RunOf(node, b, &lo, &hi);
+  Result<uint64_t> leaf = NewLeaf(key, value, static_cast<uint16_t>(term || lo < hi ? pos : pos + 1));
   if (!leaf.ok()) {
     VersionLock::Unlock(&node->lock, gen_);
     return {false, leaf.status()};
@@ -415,84 +508,123 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
   return {false, Status::OK()};
 }
 
-Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
-                                      uint16_t depth, std::vector<uint64_t>* allocated) {
-  const size_t bytes = ItemsBytes(items, b, e);
-  // Every block is only flushed here; the caller fences once before publishing the subtree.
+bool PFTree::FitsOneLeaf(const std::vector<LeafItem>& items, size_t b, size_t e) {
+  return e - b == 1 || (e - b <= kRebuildMaxEntries && ItemsBytes(items, b, e) <= kRebuildMaxBytes);
+}
+
+Result<uint64_t> PFTree::BuildLeaf(const std::vector<LeafItem>& items, size_t b, size_t e,
+                                   uint16_t depth, std::vector<uint64_t>* allocated) {
+  // Only flushed here; the caller fences once before publishing it.
   const BlockPersist how =
       pm::mutant("pftree.skip_split_persist") ? BlockPersist::kSkip : BlockPersist::kFlushOnly;
-  if (e - b == 1 || (e - b <= kRebuildMaxEntries && bytes <= kRebuildMaxBytes)) {
-    size_t block = LeafBlockSizeFor(bytes);
-    Result<uint64_t> off = alloc_->allocate(block);
-    if (off.status().IsOutOfSpace() && bytes + kLeafHeaderSize < block) {
-      // A full pool: the tightest block that holds the items (a rebuild after removals then
-      // fits in the space they freed), without the room for appends.
-      off = alloc_->allocate(std::max(bytes + kLeafHeaderSize, kMinLeafBlock));
-      if (off.ok()) block = std::min(alloc_->block_size(*off), kMaxLeafBlock);
-    }
-    if (!off.ok()) return off.status();
-    allocated->push_back(*off);
-    WriteLeaf(pc(), pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, how);
-    return *off | kLeafTag;
+  const size_t bytes = ItemsBytes(items, b, e);
+  size_t block = LeafBlockSizeFor(bytes);
+  Result<uint64_t> off = alloc_->allocate(block);
+  if (off.status().IsOutOfSpace() && bytes + kLeafHeaderSize < block) {
+    // A full pool: the tightest block that holds the items (a rebuild after removals then
+    // fits in the space they freed), without the room for appends.
+    off = alloc_->allocate(std::max(bytes + kLeafHeaderSize, kMinLeafBlock));
+    if (off.ok()) block = std::min(alloc_->block_size(*off), kMaxLeafBlock);
   }
-  // Split by the first key byte after `depth` where the keys differ. Items are sorted, so the
-  // first and last key bound the common prefix; a key ending there sorts first (term).
+  if (!off.ok()) return off.status();
+  allocated->push_back(*off);
+  WriteLeaf(pc(), pool_->at<LeafHeader>(*off), block, depth, gen_, items, b, e, how);
+  return *off | kLeafTag;
+}
+
+Status PFTree::BuildRunLeaf(const std::vector<LeafItem>& items, size_t b, size_t e, uint16_t q,
+                            uint8_t lo, uint8_t hi, std::vector<uint64_t>* allocated,
+                            std::vector<std::pair<uint8_t, uint64_t>>* children) {
+  // A leaf of one byte consumes it (depth q + 1); a shared one does not (depth q).
+  Result<uint64_t> leaf = BuildLeaf(items, b, e, static_cast<uint16_t>(lo < hi ? q : q + 1),
+                                    allocated);
+  if (!leaf.ok()) return leaf.status();
+  for (int x = lo; x <= hi; ++x) children->emplace_back(static_cast<uint8_t>(x), *leaf);
+  return Status::OK();
+}
+
+Status PFTree::BuildRuns(std::vector<LeafItem>& items, size_t b, size_t e, uint16_t q,
+                         uint8_t lo, uint8_t hi, std::vector<uint64_t>* allocated,
+                         std::vector<std::pair<uint8_t, uint64_t>>* children) {
+  // Groups of one key byte key[q], cut into runs of consecutive groups of about equal size:
+  // as many as it takes for each to fill at most half a largest leaf array (so a split leaves
+  // full leaf arrays, not one per byte). A group too large for one leaf array is a run of its
+  // own, a subtree one byte deeper. Runs cover the bytes between them (a new key joins its
+  // neighbours' leaf instead of making a leaf of its own).
+  struct Run {
+    size_t b, e;
+    bool big;
+  };
+  const size_t total = ItemsBytes(items, b, e);
+  const size_t parts = std::max<size_t>(
+      {1, (total + kSplitBytes - 1) / kSplitBytes, (e - b + kSplitEntries - 1) / kSplitEntries});
+  const size_t target = std::max<size_t>(1, total / parts);
+  std::vector<Run> runs;
+  size_t cur_b = b, cur_bytes = 0, done = 0, next_cut = target;
+  auto close = [&](size_t at) {
+    if (at > cur_b) runs.push_back({cur_b, at, false});
+    cur_b = at;
+    cur_bytes = 0;
+  };
+  for (size_t i = b; i < e;) {
+    size_t j = i + 1;
+    while (j < e && items[j].key[q] == items[i].key[q]) ++j;
+    const size_t gbytes = ItemsBytes(items, i, j);
+    if (!FitsOneLeaf(items, i, j)) {
+      close(i);
+      runs.push_back({i, j, true});
+      cur_b = j;
+    } else {
+      if (cur_bytes > 0 && (done + gbytes / 2 > next_cut || !FitsOneLeaf(items, cur_b, j))) close(i);
+      cur_bytes += gbytes;
+    }
+    done += gbytes;
+    while (next_cut <= done) next_cut += target;
+    i = j;
+  }
+  close(e);
+  auto byte_of = [&](size_t i) { return static_cast<uint8_t>(items[i].key[q]); };
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const Run& run = runs[r];
+    if (run.big) {
+      Result<uint64_t> sub = BuildSubtree(items, run.b, run.e, static_cast<uint16_t>(q + 1), allocated);
+      if (!sub.ok()) return sub.status();
+      children->emplace_back(byte_of(run.b), *sub);
+      continue;
+    }
+    // From the end of the previous run (or lo) to the start of the next (or hi).
+    int from = r == 0 ? lo : runs[r - 1].big ? byte_of(runs[r - 1].b) + 1 : byte_of(run.b);
+    int to = r + 1 == runs.size() ? hi : byte_of(runs[r + 1].b) - 1;
+    Status s = BuildRunLeaf(items, run.b, run.e, q, static_cast<uint8_t>(from),
+                            static_cast<uint8_t>(to), allocated, children);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> PFTree::BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
+                                      uint16_t depth, std::vector<uint64_t>* allocated) {
+  if (FitsOneLeaf(items, b, e)) return BuildLeaf(items, b, e, depth, allocated);
+  // A new inner node at the first key byte after `depth` where the keys differ. Items are
+  // sorted, so the first and last key bound the common prefix; a key ending there sorts
+  // first (term).
   std::string_view first = items[b].key, last = items[e - 1].key;
   size_t q = depth;
   while (q < first.size() && q < last.size() && first[q] == last[q]) ++q;
   uint64_t term = 0;
   size_t i = b;
   if (first.size() == q) {
-    Result<uint64_t> t = BuildSubtree(items, b, b + 1, static_cast<uint16_t>(q), allocated);
+    Result<uint64_t> t = BuildLeaf(items, b, b + 1, static_cast<uint16_t>(q), allocated);
     if (!t.ok()) return t;
     term = *t;
     ++i;
   }
-  // Groups that fit one leaf array each come from one bulk allocation per block size
-  // (typically the split pair or a handful of siblings).
-  struct Group {
-    size_t b, e;
-    size_t block;  // 0: needs a deeper subtree
-  };
-  std::vector<Group> groups;
-  while (i < e) {
-    size_t j = i + 1;
-    while (j < e && items[j].key[q] == items[i].key[q]) ++j;
-    size_t gbytes = ItemsBytes(items, i, j);
-    bool fits = j - i == 1 || (j - i <= kRebuildMaxEntries && gbytes <= kRebuildMaxBytes);
-    groups.push_back({i, j, fits ? LeafBlockSizeFor(gbytes) : 0});
-    i = j;
-  }
-  std::vector<uint64_t> refs(groups.size(), 0);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    if (groups[g].block == 0 || refs[g] != 0) continue;
-    std::vector<size_t> same;
-    for (size_t h = g; h < groups.size(); ++h)
-      if (groups[h].block == groups[g].block) same.push_back(h);
-    std::vector<uint64_t> offs(same.size());
-    Status s = alloc_->allocate_bulk(groups[g].block, same.size(), offs.data());
-    if (!s.ok()) return s;
-    for (size_t k = 0; k < same.size(); ++k) {
-      const Group& gr = groups[same[k]];
-      allocated->push_back(offs[k]);
-      WriteLeaf(pc(), pool_->at<LeafHeader>(offs[k]), gr.block, static_cast<uint16_t>(q + 1), gen_,
-                items, gr.b, gr.e, how);
-      refs[same[k]] = offs[k] | kLeafTag;
-    }
-  }
   std::vector<std::pair<uint8_t, uint64_t>> children;
-  children.reserve(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    if (refs[g] == 0) {
-      Result<uint64_t> sub =
-          BuildSubtree(items, groups[g].b, groups[g].e, static_cast<uint16_t>(q + 1), allocated);
-      if (!sub.ok()) return sub;
-      refs[g] = *sub;
-    }
-    children.emplace_back(static_cast<uint8_t>(items[groups[g].b].key[q]), refs[g]);
-  }
+  Status s = BuildRuns(items, i, e, static_cast<uint16_t>(q), 0, 255, allocated, &children);
+  if (!s.ok()) return s;
   Result<uint64_t> node = BuildInnerNode(pc(), *alloc_, base_, depth, first.substr(depth, q - depth),
-                                         term, children);
+                                         term, children,
+                                         /*flush=*/!pm::mutant("pftree.skip_split_node_persist"));
   if (!node.ok()) return node;
   allocated->push_back(*node);
   return *node;

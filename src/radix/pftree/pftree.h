@@ -6,11 +6,15 @@
 // Larger (or an empty key) gets InvalidArgument.
 //
 // Shape: the root is a Node256 at depth 0 that never changes identity (its offset is the
-// pool root). A leaf array under slot b of node N holds keys continuing with b; when its
-// data area is full it is rebuilt from its live entries: into one new leaf array (compaction
-// or growth up to 8 KiB) if they fit, otherwise split by the next distinguishing key byte
-// under a new inner node. Either way the new part is built and persisted off to the side and
-// published by one 8-byte store into the parent slot.
+// pool root). A leaf array under slot b of node N holds keys continuing with b, or, when a
+// Node48/Node256 shares it among a run of bytes [lo, hi] (inner_node.h), keys continuing
+// with any byte of the run. When its data area is full it is rebuilt from its live entries:
+// into one new leaf array (compaction or growth up to 8 KiB) if they fit, otherwise split
+// at the next distinguishing key byte into runs of bytes that each fill about half a
+// largest leaf array (a byte too large for one leaf array gets a subtree). The new part is
+// built and persisted off to the side and published by one 8-byte store: into the parent
+// slot, or, when a shared leaf's run changes, into the grandparent slot with a copy of the
+// parent.
 //
 // Thread safety: fully concurrent. Writers lock the leaf array they change (its persistent
 // lock word carries the pool generation, so a crashed holder does not block a reopened
@@ -88,8 +92,24 @@ class PFTree final : public Index, private pm::Reclaimer {
   }
   Status Write(std::string_view key, std::string_view value, Op op);
   Status WriteOnce(std::string_view key, std::string_view value, Op op);
-  Attempt WriteToLeaf(InnerHeader* parent, uint64_t* slot, LeafHeader* leaf, std::string_view key,
-                    std::string_view value, uint8_t fp, Op op);
+  // Where a write found its leaf array: the node holding the reference (`parent`, at `slot`
+  // for `byte`, or its term) and the node above it.
+  struct LeafPath {
+    InnerHeader* grandparent;
+    uint8_t parent_byte;  // byte of parent in grandparent
+    InnerHeader* parent;
+    bool term;
+    uint8_t byte;
+    uint64_t* slot;
+  };
+  Attempt WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
+                      std::string_view value, uint8_t fp, Op op);
+  // With leaf and parent locked: publishes a copy of the parent whose run [lo, hi] (the
+  // leaf's) is replaced by `repl` (per byte; empty removes it), by one store into the
+  // grandparent; retires parent and leaf. Frees *allocated and unlocks on failure.
+  Attempt ReplaceRun(const LeafPath& lp, LeafHeader* leaf, uint8_t lo, uint8_t hi,
+                     std::vector<std::pair<uint8_t, uint64_t>> repl,
+                     std::vector<uint64_t>* allocated);
   Attempt AddLeaf(InnerHeader* grandparent, uint8_t gp_byte, InnerHeader* node, size_t pos,
                   std::string_view key, std::string_view value);
   Attempt SplitPrefix(InnerHeader* parent, uint8_t parent_byte, InnerHeader* node, size_t pos,
@@ -100,6 +120,20 @@ class PFTree final : public Index, private pm::Reclaimer {
   // are flushed, not fenced: the caller fences once before publishing the reference.
   Result<uint64_t> BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
                                 uint16_t depth, std::vector<uint64_t>* allocated);
+  static bool FitsOneLeaf(const std::vector<LeafItem>& items, size_t b, size_t e);
+  // One leaf array at `depth` holding items[b, e), flushed (same contract as BuildSubtree).
+  Result<uint64_t> BuildLeaf(const std::vector<LeafItem>& items, size_t b, size_t e,
+                             uint16_t depth, std::vector<uint64_t>* allocated);
+  // The children that route bytes [lo, hi] at key position q for items[b, e) (sorted, all
+  // with key[q] in [lo, hi]), appended per byte to *children: runs of consecutive key bytes
+  // sharing one leaf array, sized to fill leaf arrays (BuildRuns), or one leaf for the whole
+  // run (BuildRunLeaf). Same contract as BuildSubtree.
+  Status BuildRuns(std::vector<LeafItem>& items, size_t b, size_t e, uint16_t q, uint8_t lo,
+                   uint8_t hi, std::vector<uint64_t>* allocated,
+                   std::vector<std::pair<uint8_t, uint64_t>>* children);
+  Status BuildRunLeaf(const std::vector<LeafItem>& items, size_t b, size_t e, uint16_t q,
+                      uint8_t lo, uint8_t hi, std::vector<uint64_t>* allocated,
+                      std::vector<std::pair<uint8_t, uint64_t>>* children);
   InnerHeader* root() const { return root_.load(std::memory_order_acquire); }
   // The root, created (persisted, then published with set_root) if there is none.
   Result<InnerHeader*> EnsureRoot();
@@ -117,7 +151,8 @@ class PFTree final : public Index, private pm::Reclaimer {
   int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive, size_t limit,
                   bool bounded, std::vector<std::pair<std::string, std::string>>* out);
 
-  Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys);
+  // lo..hi >= 0: ref is a shared leaf for key bytes [lo, hi] after `path`.
+  Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int lo = -1, int hi = -1);
   Status RecoverNode(uint64_t ref, size_t depth);
   Status VisitNode(uint64_t ref, BlockVisitor& visitor);
   void StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]);

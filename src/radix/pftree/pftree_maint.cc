@@ -49,15 +49,25 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     uint32_t n = aux->count.load(std::memory_order_acquire);
     const uint16_t* order = KeyOrder(leaf, aux, &n, epoch());  // cached; sorts only new appends
     const size_t before = out->size();
+    // Keys equal to an exclusive cursor can only come first (from the lower bound on).
+    bool skip_cursor = bounded && !inclusive;
     for (uint32_t i = bounded ? LowerBound(leaf, aux, order, n, cursor) : 0;
          i < n && out->size() < limit; ++i) {  // the scan needs no more: copy no more
       uint32_t epos = aux->pos[order[i]];
       uint16_t h = LoadEntryHeader(leaf, epos);
       if (!(h & kEntryValid)) continue;
       std::string_view k = EntryKey(leaf, epos, h);
-      if (bounded && k == cursor && !inclusive) continue;
-      std::string_view v = EntryValue(leaf, epos, h);
-      out->emplace_back(std::string(k), std::string(v));
+      if (skip_cursor) {
+        if (k == cursor) continue;
+        skip_cursor = false;
+      }
+      if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
+        // May be overwritten in place meanwhile: one atomic load (validated with the leaf).
+        const uint64_t x = std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_relaxed);
+        out->emplace_back(std::string(k), std::string(reinterpret_cast<const char*>(&x), 8));
+      } else {
+        out->emplace_back(std::string(k), std::string(EntryValue(leaf, epos, h)));
+      }
     }
     if (!VersionLock::ReadValidate(&leaf->lock, version)) {
       out->resize(before);
@@ -163,7 +173,7 @@ size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
 
 // ---- verify ----
 
-Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys) {
+Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int lo, int hi) {
   const uint64_t off = RefOffset(ref);
   auto where = [&] { return "pftree node at offset " + std::to_string(off) + ": "; };
   if (off == 0 || !pool_->contains(base_ + off, kLeafHeaderSize) || off % 64 != 0)
@@ -201,6 +211,9 @@ Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys) {
       std::string_view k = EntryKey(leaf, epos, LoadEntryHeader(leaf, epos));
       if (k.size() < path.size() || k.substr(0, path.size()) != path)
         return Status::Corruption(where() + "key does not match its path");
+      if (lo >= 0 && (k.size() == path.size() || static_cast<uint8_t>(k[path.size()]) < lo ||
+                      static_cast<uint8_t>(k[path.size()]) > hi))
+        return Status::Corruption(where() + "key outside the byte run of its shared leaf");
       if (i > 0 && !(prev < k)) return Status::Corruption(where() + "duplicate key");
       prev = k;
     }
@@ -235,28 +248,40 @@ Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys) {
     auto* n48 = reinterpret_cast<Node48*>(node);
     for (int b = 0; b < 256; ++b)
       if (n48->index[b] > 48) return Status::Corruption(where() + "node48 index out of range");
+    // A slot is named by one run of consecutive bytes (a shared leaf) or not at all.
     uint64_t seen = 0;
     for (int b = 0; b < 256; ++b) {
       int idx = n48->index[b];
-      if (idx == 0) continue;
+      if (idx == 0 || (b > 0 && n48->index[b - 1] == idx)) continue;
       if (seen & (uint64_t{1} << (idx - 1)))
-        return Status::Corruption(where() + "node48 slot referenced twice");
+        return Status::Corruption(where() + "node48 slot referenced by two runs");
       seen |= uint64_t{1} << (idx - 1);
     }
   }
-  Status status;
-  ForEachSlot(node, [&](uint8_t b, uint64_t* slot) {
+  ForEachSlot(node, [&](uint8_t b, uint64_t*) {
     if (static_cast<int>(b) <= prev) ordered = false;
     prev = b;
-    uint64_t child = LoadRef(slot);
-    if (child == 0 || !status.ok()) return;
-    path.push_back(static_cast<char>(b));
-    status = VerifyNode(child, path, keys);
-    path.pop_back();
   });
-  path.resize(saved);
-  if (!status.ok()) return status;
   if (!ordered) return Status::Corruption(where() + "keys not in ascending order");
+  std::unordered_set<uint64_t> children;
+  for (const ChildRun& c : ChildRuns(node)) {
+    if (!children.insert(c.ref).second)
+      return Status::Corruption(where() + "a child reached by two runs of bytes");
+    Status status;
+    if (c.lo < c.hi) {
+      // A shared child: a leaf whose keys have key[p] in the run (p = the path so far).
+      if (!IsLeafRef(c.ref)) return Status::Corruption(where() + "shared child is not a leaf array");
+      if (type != NodeType::kNode48 && type != NodeType::kNode256)
+        return Status::Corruption(where() + "shared child in a node type that cannot share");
+      status = VerifyNode(c.ref, path, keys, c.lo, c.hi);
+    } else {
+      path.push_back(static_cast<char>(c.lo));
+      status = VerifyNode(c.ref, path, keys);
+      path.pop_back();
+    }
+    if (!status.ok()) return status;
+  }
+  path.resize(saved);
   return Status::OK();
 }
 
@@ -292,7 +317,7 @@ void PFTree::StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]) {
   counts[std::min<int>(node->type, 5)]++;
   uint64_t term = LoadRef(&node->term);
   if (term != 0) StatsNode(term, stats, counts);
-  for (auto& [b, child] : LiveChildren(node)) StatsNode(child, stats, counts);
+  for (const ChildRun& c : ChildRuns(node)) StatsNode(c.ref, stats, counts);
 }
 
 IndexStats PFTree::stats() {
@@ -315,8 +340,8 @@ Status PFTree::VisitNode(uint64_t ref, BlockVisitor& visitor) {
     s = VisitNode(term, visitor);
     if (!s.ok()) return s;
   }
-  for (auto& [b, child] : LiveChildren(node)) {
-    s = VisitNode(child, visitor);
+  for (const ChildRun& c : ChildRuns(node)) {
+    s = VisitNode(c.ref, visitor);
     if (!s.ok()) return s;
   }
   return Status::OK();
@@ -366,8 +391,8 @@ Status PFTree::RecoverNode(uint64_t ref, size_t depth) {
     Status s = RecoverNode(term, depth);
     if (!s.ok()) return s;
   }
-  for (auto& [b, child] : LiveChildren(node)) {
-    Status s = RecoverNode(child, depth + 1);
+  for (const ChildRun& c : ChildRuns(node)) {
+    Status s = RecoverNode(c.ref, depth + 1);
     if (!s.ok()) return s;
   }
   return Status::OK();
@@ -411,7 +436,7 @@ void PFTree::FreeAuxNode(uint64_t ref, size_t depth) {
   if (!pool_->contains(node, FixedSize(static_cast<NodeType>(node->type)))) return;
   uint64_t term = LoadRef(&node->term);
   if (term != 0) FreeAuxNode(term, depth + 1);
-  for (auto& [b, child] : LiveChildren(node)) FreeAuxNode(child, depth + 1);
+  for (const ChildRun& c : ChildRuns(node)) FreeAuxNode(c.ref, depth + 1);
 }
 
 Status PFTree::close() {
