@@ -10,7 +10,10 @@
 namespace pmindex::pm {
 
 inline constexpr char kPoolMagic[8] = {'P', 'M', 'I', 'N', 'D', 'E', 'X', '1'};
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: PFtree leaf arrays may hold padding records and be shared by several Node48/Node256
+// slots, and its Node4/Node16 keys may be unsorted. A build reads every version up to its own
+// (version 1 pools are version 2 pools that use none of that) and refuses newer ones.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint64_t kHeaderSize = 4096;
 inline constexpr uint64_t kPoolAlignment = 2ull << 20;  // pool sizes are multiples of 2 MiB
 

@@ -13,6 +13,7 @@
 #include "bench/generators.h"
 #include "bench/json_shape.h"
 #include "common/test_kinds.h"
+#include "pm/pool_format.h"
 #include "common/test_util.h"
 #include "pm/crc32c.h"
 #include "pmindex/index.h"
@@ -158,7 +159,7 @@ TEST(CliTest, InfoPrintsAFreshPoolsHeader) {
     const CommandResult r = RunCommand({bin, "info", path}, dir.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(Contains(r.out, "pool:            " + path)) << r.out;
-    EXPECT_TRUE(Contains(r.out, "format version:  1")) << r.out;
+    EXPECT_TRUE(Contains(r.out, "format version:  " + std::to_string(pm::kFormatVersion))) << r.out;
     EXPECT_TRUE(Contains(r.out, "size:            4194304 bytes")) << r.out;
     EXPECT_TRUE(Contains(r.out, "used:")) << r.out;
     EXPECT_TRUE(Contains(r.out, "generation:")) << r.out;
