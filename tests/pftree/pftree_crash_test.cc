@@ -27,14 +27,27 @@ crashtest::CampaignOptions Base(uint64_t ops, uint64_t points) {
 
 bool Long() { return std::getenv("PFTREE_CRASH_FULL") != nullptr; }
 
-TEST(PFTreeCrashTest, AdrImagesRecover) {
-  auto o = Base(Long() ? 2000 : Scale(600), Long() ? 0 : Scale(300));
+// Runs an ADR campaign that must pass (every image recovers to the acknowledged state).
+crashtest::CampaignResult ExpectRecovers(const crashtest::CampaignOptions& o) {
+  auto r = crashtest::RunAdrCampaign(o);
+  SCOPED_TRACE(crashtest::FormatResult(r));
+  EXPECT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
+                                                             r.failures[0].replay);
+  return r;
+}
+
+// Runs an ADR campaign with o.mutant that must fail: the campaign catches the mutant.
+void ExpectCaught(const crashtest::CampaignOptions& o, const char* what) {
   auto r = crashtest::RunAdrCampaign(o);
   SCOPED_TRACE(crashtest::FormatResult(r));
   ASSERT_TRUE(r.error.ok()) << r.error.ToString();
-  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
-                                                             r.failures[0].replay);
-  EXPECT_GT(r.images, 0u);
+  EXPECT_FALSE(r.passed()) << what << " survived the campaign";
+}
+
+TEST(PFTreeCrashTest, AdrImagesRecover) {
+  auto o = Base(Long() ? 2000 : Scale(600), Long() ? 0 : Scale(300));
+  EXPECT_GT(ExpectRecovers(o).images, 0u);
 }
 
 class PFTreeMutantTest : public ::testing::TestWithParam<const char*> {};
@@ -68,11 +81,7 @@ TEST(PFTreeCrashTest, SplitRunsRecover) {
   o.scenario = "pftree-split-runs";
   o.pool_size = 32ull << 20;
   o.flip_each = Long();
-  auto r = crashtest::RunAdrCampaign(o);
-  SCOPED_TRACE(crashtest::FormatResult(r));
-  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
-  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
-                                                             r.failures[0].replay);
+  ExpectRecovers(o);
 }
 
 // The copy of a shared leaf's parent must be durable before the grandparent names it.
@@ -83,10 +92,7 @@ TEST(PFTreeCrashTest, SplitRunsCatchUnpersistedCopy) {
   o.pool_size = 32ull << 20;
   o.flip_each = false;
   o.mutant = "pftree.skip_split_node_persist";
-  auto r = crashtest::RunAdrCampaign(o);
-  SCOPED_TRACE(crashtest::FormatResult(r));
-  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
-  EXPECT_FALSE(r.passed()) << "the unpersisted copy survived the campaign";
+  ExpectCaught(o, "the unpersisted copy");
 }
 
 // Updates of 8-byte values in place (and the aligned appends that make them possible), at
@@ -95,11 +101,7 @@ TEST(PFTreeCrashTest, UpdateInPlaceRecovers) {
   auto o = Base(0, 0);
   o.scenario = "pftree-update-in-place";
   o.torn = true;
-  auto r = crashtest::RunAdrCampaign(o);
-  SCOPED_TRACE(crashtest::FormatResult(r));
-  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
-  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
-                                                             r.failures[0].replay);
+  ExpectRecovers(o);
 }
 
 TEST(PFTreeCrashTest, UpdateInPlaceCatchesUnpersistedStore) {
@@ -107,10 +109,7 @@ TEST(PFTreeCrashTest, UpdateInPlaceCatchesUnpersistedStore) {
   auto o = Base(0, 0);
   o.scenario = "pftree-update-in-place";
   o.mutant = "pftree.skip_inplace_update_persist";
-  auto r = crashtest::RunAdrCampaign(o);
-  SCOPED_TRACE(crashtest::FormatResult(r));
-  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
-  EXPECT_FALSE(r.passed()) << "the unpersisted in-place update survived the campaign";
+  ExpectCaught(o, "the unpersisted in-place update");
 }
 
 // Children added in place to Node4/16 (and the copies when they are full), at every fence.
@@ -118,11 +117,7 @@ TEST(PFTreeCrashTest, NodeInsertInPlaceRecovers) {
   auto o = Base(0, 0);
   o.scenario = "pftree-node-insert-in-place";
   o.torn = true;
-  auto r = crashtest::RunAdrCampaign(o);
-  SCOPED_TRACE(crashtest::FormatResult(r));
-  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
-  EXPECT_TRUE(r.passed()) << (r.failures.empty() ? "" : r.failures[0].message + "\n  replay: " +
-                                                             r.failures[0].replay);
+  ExpectRecovers(o);
 }
 
 TEST(PFTreeCrashTest, NodeInsertInPlaceCatchesUnpersistedSlot) {
@@ -130,10 +125,7 @@ TEST(PFTreeCrashTest, NodeInsertInPlaceCatchesUnpersistedSlot) {
   auto o = Base(0, 0);
   o.scenario = "pftree-node-insert-in-place";
   o.mutant = "pftree.skip_node_slot_persist";
-  auto r = crashtest::RunAdrCampaign(o);
-  SCOPED_TRACE(crashtest::FormatResult(r));
-  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
-  EXPECT_FALSE(r.passed()) << "the unpersisted Node4/16 slot survived the campaign";
+  ExpectCaught(o, "the unpersisted Node4/16 slot");
 }
 
 TEST(PFTreeCrashTest, KillCyclesFourThreads) {
