@@ -32,7 +32,9 @@
 #ifndef PMINDEX_RADIX_PFTREE_PFTREE_H_
 #define PMINDEX_RADIX_PFTREE_PFTREE_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -146,10 +148,71 @@ class PFTree final : public Index, private pm::Reclaimer {
   // Scan: up to `limit` live pairs after `cursor` (>= if inclusive) in key order, from
   // consecutive leaf arrays in one descent (fewer if a concurrent change cut the batch
   // short). False if there is none.
-  bool NextBatch(std::string_view cursor, bool inclusive, size_t limit,
-                 std::vector<std::pair<std::string, std::string>>* out);
+  // A scan batch: the pairs' bytes back to back in one buffer that only grows (no allocation
+  // per pair, no string bookkeeping per append).
+  class ScanBatch {
+   public:
+    size_t size() const { return pairs_.size(); }
+    bool empty() const { return pairs_.empty(); }
+    void reserve(size_t pairs) { pairs_.reserve(pairs); }
+    void clear() {
+      used_ = 0;
+      pairs_.clear();
+    }
+    void add(std::string_view key, std::string_view value) {
+      const size_t need = used_ + key.size() + value.size();
+      if (need > cap_) [[unlikely]]
+        grow(need);
+      char* p = bytes_.get() + used_;
+      Copy(p, key);
+      Copy(p + key.size(), value);
+      pairs_.push_back({static_cast<uint32_t>(used_), static_cast<uint16_t>(key.size()),
+                        static_cast<uint16_t>(value.size())});
+      used_ = need;
+    }
+    void truncate(size_t n) {  // keeps the first n pairs
+      if (n >= pairs_.size()) return;
+      used_ = pairs_[n].offset;
+      pairs_.resize(n);
+    }
+    std::string_view key(size_t i) const {
+      return {bytes_.get() + pairs_[i].offset, pairs_[i].key_size};
+    }
+    std::string_view value(size_t i) const {
+      return {bytes_.get() + pairs_[i].offset + pairs_[i].key_size, pairs_[i].value_size};
+    }
+
+   private:
+    struct Pair {
+      uint32_t offset;  // of the key in bytes_; the value follows it
+      uint16_t key_size;
+      uint16_t value_size;
+    };
+    // 8-byte keys and values (integer keys, the common values) inline, not a memcpy call.
+    static void Copy(char* to, std::string_view from) {
+      if (from.size() == 8) {
+        uint64_t w;
+        std::memcpy(&w, from.data(), 8);
+        std::memcpy(to, &w, 8);
+      } else {
+        std::memcpy(to, from.data(), from.size());
+      }
+    }
+    void grow(size_t need) {
+      const size_t cap = std::max(need, 2 * cap_ + 1024);
+      std::unique_ptr<char[]> bigger(new char[cap]);
+      if (used_ != 0) std::memcpy(bigger.get(), bytes_.get(), used_);
+      bytes_ = std::move(bigger);
+      cap_ = cap;
+    }
+    std::unique_ptr<char[]> bytes_;
+    size_t used_ = 0;
+    size_t cap_ = 0;
+    std::vector<Pair> pairs_;
+  };
+  bool NextBatch(std::string_view cursor, bool inclusive, size_t limit, ScanBatch* out);
   int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive, size_t limit,
-                  bool bounded, std::vector<std::pair<std::string, std::string>>* out);
+                  bool bounded, ScanBatch* out);
 
   // lo..hi >= 0: ref is a shared leaf for key bytes [lo, hi] after `path`.
   Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int lo = -1, int hi = -1);
