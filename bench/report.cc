@@ -217,7 +217,8 @@ std::string ReportCsv(const BenchReport& report) {
   out << "index,workload,threads,key_type,distribution,keys,ops,failed,seconds,mops,"
          "p50_ns,p99_ns,p999_ns,max_ns,persist_calls_per_op,flushes_per_op,fences_per_op,"
          "media_writes_per_op,write_amplification,pm_bytes,dram_bytes,pm_bytes_per_key,"
-         "dram_bytes_per_key,recovery_seconds,mode,durability\n";
+         "dram_bytes_per_key,recovery_seconds,mode,durability,cpu_seconds,mops_per_cpu_second,"
+         "latency_samples,latency_sample_every\n";
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -234,7 +235,9 @@ std::string ReportCsv(const BenchReport& report) {
         << r.pm_bytes << ',' << r.dram_bytes << ',' << Fmt("%.2f", r.pm_bytes_per_key) << ','
         << Fmt("%.2f", r.dram_bytes_per_key) << ','
         << (r.recovery_seconds ? Fmt("%.6f", *r.recovery_seconds) : "") << ',' << r.mode << ','
-        << quote(r.durability) << '\n';
+        << quote(r.durability) << ',' << Fmt("%.6f", r.cpu_seconds) << ','
+        << Fmt("%.6f", r.mops_per_cpu_second) << ',' << r.latency.samples << ','
+        << r.latency.sample_every << '\n';
   }
   return out.str();
 }

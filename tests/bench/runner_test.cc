@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -98,6 +99,23 @@ TEST(RunnerTest, JsonHasTheIssueShape) {
 
   const std::string csv = ReportCsv(report);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 20);
+  // Every row has the header's columns (commas inside a quoted field do not separate).
+  auto separators = [](const std::string& row) {
+    size_t n = 0;
+    bool quoted = false;
+    for (char c : row) {
+      if (c == '"') quoted = !quoted;
+      n += (c == ',' && !quoted) ? 1 : 0;
+    }
+    return n;
+  };
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  const size_t columns = separators(line);
+  EXPECT_NE(line.find(",mops_per_cpu_second,latency_samples,latency_sample_every"),
+            std::string::npos);
+  while (std::getline(lines, line)) EXPECT_EQ(separators(line), columns) << line;
   // Temporary pools are gone.
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
