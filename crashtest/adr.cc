@@ -177,19 +177,10 @@ std::string ReplayCommand(const CampaignOptions& o, const std::string& model, ui
 CampaignResult RunAdrCampaign(const CampaignOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   CampaignResult res;
-  res.index = o.index;
   res.model = "adr";
-  const IndexRegistration* reg = FindIndex(o.index);
-  if (reg == nullptr || reg->attach == nullptr || !reg->traits.persistent) {
-    res.error = Status::InvalidArgument("'" + o.index + "' is not a registered persistent index");
-    return res;
-  }
-  const std::string previous_mutant = pm::selected_mutant();
-  if (!pm::set_mutant(o.mutant.c_str())) {
-    res.error = Status::NotSupported("mutant '" + o.mutant +
-                                     "': this build has no mutants (PMINDEX_MUTANTS=OFF)");
-    return res;
-  }
+  const CampaignScope scope(o, res);
+  const IndexRegistration* reg = scope.index();
+  if (reg == nullptr) return res;
   const std::vector<Op> ops = MakeOps(o, reg->traits);
   const std::string path = o.dir + "/pmindex-ct-" + o.index + "-" + std::to_string(::getpid()) +
                            "-" + std::to_string(o.seed) + ".pool";
@@ -291,7 +282,6 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
     res.failures.push_back(std::move(cf));
   }
   ::unlink(path.c_str());
-  pm::set_mutant(previous_mutant.c_str());
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;
 }

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "pm/crash/tracker.h"
+#include "pm/mutant.h"
 #include "pm/persist.h"
 
 namespace pmindex::crashtest {
@@ -123,6 +124,27 @@ Status CopyFile(const std::string& from, const std::string& to) {
   ::close(in);
   ::close(out);
   return s;
+}
+
+CampaignScope::CampaignScope(const CampaignOptions& o, CampaignResult& res) {
+  res.index = o.index;
+  const IndexRegistration* reg = FindIndex(o.index);
+  if (reg == nullptr || reg->attach == nullptr || !reg->traits.persistent) {
+    res.error = Status::InvalidArgument("'" + o.index + "' is not a registered persistent index");
+    return;
+  }
+  previous_mutant_ = pm::selected_mutant();
+  if (!pm::set_mutant(o.mutant.c_str())) {
+    res.error = Status::NotSupported("mutant '" + o.mutant +
+                                     "': this build has no mutants (PMINDEX_MUTANTS=OFF)");
+    return;
+  }
+  selected_ = true;
+  reg_ = reg;
+}
+
+CampaignScope::~CampaignScope() {
+  if (selected_) pm::set_mutant(previous_mutant_.c_str());
 }
 
 }  // namespace pmindex::crashtest

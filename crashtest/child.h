@@ -1,4 +1,5 @@
-// Helpers of the crash campaign: run a check in a forked child with a timeout, copy a file.
+// Helpers of the crash campaign: run a check in a forked child with a timeout, copy a file,
+// set a campaign up.
 #ifndef PMINDEX_CRASHTEST_CHILD_H_
 #define PMINDEX_CRASHTEST_CHILD_H_
 
@@ -6,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "crashtest/campaign.h"
+#include "pmindex/index.h"
 #include "pmindex/status.h"
 
 namespace pmindex::crashtest {
@@ -20,6 +23,24 @@ Status CopyFile(const std::string& from, const std::string& to);
 // A well-mixed 64-bit hash of a value (splitmix64), and of a string.
 uint64_t Mix64(uint64_t x);
 uint64_t HashString(const std::string& s);
+
+// What every campaign model does first: finds the options' index, which must be a registered
+// persistent one, and selects the options' mutant until the scope ends (then the previous
+// selection is back). index() is nullptr if either failed, and `res.error` says why.
+class CampaignScope {
+ public:
+  CampaignScope(const CampaignOptions& o, CampaignResult& res);
+  ~CampaignScope();
+  CampaignScope(const CampaignScope&) = delete;
+  CampaignScope& operator=(const CampaignScope&) = delete;
+
+  const IndexRegistration* index() const { return reg_; }
+
+ private:
+  const IndexRegistration* reg_ = nullptr;
+  std::string previous_mutant_;
+  bool selected_ = false;
+};
 
 }  // namespace pmindex::crashtest
 

@@ -54,19 +54,10 @@ constexpr uint64_t kMaxOpsPerCycle = 1 << 22;
 CampaignResult RunKillCampaign(const CampaignOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   CampaignResult res;
-  res.index = o.index;
   res.model = "kill";
-  const IndexRegistration* reg = FindIndex(o.index);
-  if (reg == nullptr || reg->attach == nullptr || !reg->traits.persistent) {
-    res.error = Status::InvalidArgument("'" + o.index + "' is not a registered persistent index");
-    return res;
-  }
-  const std::string previous_mutant = pm::selected_mutant();
-  if (!pm::set_mutant(o.mutant.c_str())) {
-    res.error = Status::NotSupported("mutant '" + o.mutant +
-                                     "': this build has no mutants (PMINDEX_MUTANTS=OFF)");
-    return res;
-  }
+  const CampaignScope scope(o, res);
+  const IndexRegistration* reg = scope.index();
+  if (reg == nullptr) return res;
   const bool int_keys = !reg->traits.byte_keys;
   const uint32_t threads = std::max<uint32_t>(1, o.threads);
   const std::string path = o.dir + "/pmindex-kill-" + o.index + "-" + std::to_string(::getpid()) +
@@ -76,7 +67,6 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
     Result<std::unique_ptr<Index>> created = CreateIndex(o.index, path, KillPoolOptions(o));
     if (!created.ok()) {
       res.error = created.status();
-      pm::set_mutant(previous_mutant.c_str());
       return res;
     }
   }
@@ -216,7 +206,6 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
   }
   ::munmap(shm, sizeof(ThreadSlot) * threads);
   ::unlink(path.c_str());
-  pm::set_mutant(previous_mutant.c_str());
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;
 }
