@@ -51,8 +51,9 @@
 //   kFixedFanout                                       FindChild never returns nullptr
 //   FindChild(pool, w, unit) -> uint64_t*              the child word of `unit`, or nullptr
 //                                                      (writers, under the writer lock)
-//   LoadChild(pool, w, unit) -> uint64_t               the child word of `unit` or 0, read
-//                                                      with atomics (lock-free lookups)
+//   LoadChild(mem, w, unit) -> uint64_t                the child word of `unit` or 0, read
+//                                                      with atomics (lock-free lookups; mem
+//                                                      is the pool's base, Pool::base())
 //   ChildCount(pool, w), AnyChild(pool, w)             live children; some child word or 0
 //                                                      (AnyChild reads with atomics: lookups
 //                                                      repairing a header call it)

@@ -94,26 +94,31 @@ Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value
   // (writers retire what they unlink), and every word read below is an atomic load of a
   // word writers change with one atomic store (see the thread-safety note of the tree).
   auto guard = pool_->allocator().epoch_guard();
+  // The mapping's base, read once: the acquire loads below would otherwise make the
+  // compiler reload pool_ and its base for every node.
+  const char* const mem = pool_->base();
   const uint8_t* k = Bytes(key);
   const size_t units = Span::units(key.size());
   uint64_t w = LoadWord(RootSlot(*pool_));
   uint32_t depth = 0;
   while (w != 0) {
+    const char* p = mem + ChildOffset(w);
     if (IsLeafChild(w)) {
-      const PmLeaf* l = leaf(w);
+      const auto* l = reinterpret_cast<const PmLeaf*>(p);
       if (!l->KeyEquals(key)) return Status::NotFound();
       if (value) l->LoadValue(value);
       return Status::OK();
     }
-    uint64_t hw = LoadWord(&base(w)->header);
+    const auto* nb = reinterpret_cast<const RadixNodeBase*>(p);
+    uint64_t hw = LoadWord(&nb->header);
     if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
       hw = RepairHeader(w, depth, hw).Encode();
     depth = PrefixHeader::PosOf(hw);
     if (depth > units) return Status::NotFound();
     if (depth == units) {
-      w = LoadWord(&base(w)->end);
+      w = LoadWord(&nb->end);
     } else {
-      w = Ops::LoadChild(*pool_, w, Span::unit(k, depth));
+      w = Ops::LoadChild(mem, w, Span::unit(k, depth));
       ++depth;
     }
   }

@@ -55,8 +55,8 @@ struct WoartOps {
   static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {
     return DispatchNode(pool, w, [unit](auto* n) { return n->Find(unit); });
   }
-  static uint64_t LoadChild(const Pool& pool, uint64_t w, uint8_t unit) {
-    return DispatchNode(pool, w, [unit](auto* n) { return n->Load(unit); });
+  static uint64_t LoadChild(const char* mem, uint64_t w, uint8_t unit) {
+    return DispatchNode(mem, w, [unit](auto* n) { return n->Load(unit); });
   }
   static unsigned ChildCount(const Pool& pool, uint64_t w) {
     return DispatchNode(pool, w, [](auto* n) { return n->count(); });

@@ -47,8 +47,8 @@ struct WortOps {
   static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {
     return &node(pool, w)->child[unit];
   }
-  static uint64_t LoadChild(const Pool& pool, uint64_t w, uint8_t unit) {
-    return LoadWord(&node(pool, w)->child[unit]);
+  static uint64_t LoadChild(const char* mem, uint64_t w, uint8_t unit) {
+    return LoadWord(&reinterpret_cast<const WortNode*>(mem + ChildOffset(w))->child[unit]);
   }
   static unsigned ChildCount(const Pool& pool, uint64_t w) {
     const WortNode* n = node(pool, w);
