@@ -71,19 +71,21 @@ TEST_P(RadixConcurrentTest, ReadersSeePublishedKeysWhileOneWriterRuns) {
   EXPECT_TRUE(index.verify().ok());
 }
 
-// Key i: 'k', the low byte of i, then (i >= 256) '/' and the rest of i in decimal. The node
-// below "k" collects up to 256 children (WOART grows it to Node256 and shrinks it back as
-// keys go), "k" + byte is a prefix of the longer keys with that byte (end words), and the
-// decimal tails split compressed prefixes.
+// Key i, two families. Even i: 'w', a = j % 16, b = (j / 16) % 64 (j = i / 2), and for
+// j >= 1024 '/' and j >> 10 in decimal: wide nodes that WOART grows to Node48 or Node256 and
+// shrinks back to Node16 as keys go. Odd i: 's', j % 4, then for g = j / 4 > 0 '/', g % 3
+// times 'p', 'x' and g in decimal: compressed prefixes that later keys split ("/px1",
+// "/ppx2", "/x3"), and keys that are prefixes of others (end words).
 std::string ChurnKey(uint32_t i) {
-  std::string k = {'k', static_cast<char>(i & 0xFF)};
-  if (i >= 256) k += "/" + std::to_string(i >> 8);
+  const uint32_t j = i / 2;
+  if (i % 2 == 0) {
+    std::string k = {'w', static_cast<char>(j % 16), static_cast<char>((j / 16) % 64)};
+    if (j >= 1024) k += "/" + std::to_string(j >> 10);
+    return k;
+  }
+  std::string k = {'s', static_cast<char>(j % 4)};
+  if (const uint32_t g = j / 4; g != 0) k += "/" + std::string(g % 3, 'p') + "x" + std::to_string(g);
   return k;
-}
-uint32_t ChurnKeyId(std::string_view k) {
-  uint32_t i = static_cast<uint8_t>(k[1]);
-  if (k.size() > 2) i |= static_cast<uint32_t>(std::stoul(std::string(k.substr(3)))) << 8;
-  return i;
 }
 // Version v of key i's value, 8 or 16 bytes: a word naming i and v whose upper half is a
 // hash of the lower, so a value torn between two versions, or one of another key, shows.
@@ -93,6 +95,12 @@ std::string ChurnValue(uint32_t i, uint32_t v, bool longer) {
   std::string s(8, '\0');
   std::memcpy(s.data(), &word, 8);
   return longer ? s + s : s;
+}
+// The key a value was written for (meaningful only if ChurnValueOk for it).
+uint32_t ChurnValueKey(std::string_view v) {
+  uint32_t lo;
+  std::memcpy(&lo, v.data(), 4);
+  return lo >> 8;
 }
 bool ChurnValueOk(uint32_t i, std::string_view v) {
   if (v.size() != 8 && v.size() != 16) return false;
@@ -105,7 +113,7 @@ bool ChurnValueOk(uint32_t i, std::string_view v) {
 
 // Lock-free lookups against one writer. Every value a reader sees must be one the writer
 // wrote for that key (never torn, never another key's); a key inserted and never removed
-// (every fourth) must be found from the moment its insert returned. The writer checks its
+// (every eighth) must be found from the moment its insert returned. The writer checks its
 // own results against a model, and the tree equals the model at the end.
 TEST_P(RadixConcurrentTest, LookupsSeeWrittenValuesWhileOneWriterChurns) {
   const uint64_t seed = 0x5eed;
@@ -125,13 +133,13 @@ TEST_P(RadixConcurrentTest, LookupsSeeWrittenValuesWhileOneWriterChurns) {
         const uint32_t i = static_cast<uint32_t>(KeyGen::Mix(j + seed) % n);
         const std::string key = ChurnKey(i);
         const bool present = model.count(key) != 0;
-        const bool stable = i % 4 == 0;
-        // Odd rounds remove two thirds of the other keys present (WOART nodes shrink) and
+        const bool stable = i % 8 == 0;
+        // Odd rounds remove seven eighths of the other keys present (WOART nodes shrink) and
         // update the rest; even rounds put them back (nodes grow) and update the present.
         // Updates alternate between 8 and 16 bytes (in place, or a new leaf swapped in).
         if (!stable && r % 2 == 1) {
           if (!present) continue;
-          if ((i + r) % 3 != 0) {
+          if ((i + r) % 8 != 0) {
             if (!index.remove(key).ok()) failed = true;
             model.erase(key);
             continue;
@@ -165,7 +173,9 @@ TEST_P(RadixConcurrentTest, LookupsSeeWrittenValuesWhileOneWriterChurns) {
           std::string prev;
           index.scan(ChurnKey(i), 20, [&](std::string_view k, std::string_view v) {
             if (!prev.empty() && std::string_view(prev) >= k) failed = true;
-            if (!ChurnValueOk(ChurnKeyId(k), v)) failed = true;
+            if (v.size() < 8 || ChurnKey(ChurnValueKey(v)) != k ||
+                !ChurnValueOk(ChurnValueKey(v), v))
+              failed = true;
             prev.assign(k);
             return true;
           });
