@@ -84,7 +84,8 @@ std::string ChurnKey(uint32_t i) {
     return k;
   }
   std::string k = {'s', static_cast<char>(j % 4)};
-  if (const uint32_t g = j / 4; g != 0) k += "/" + std::string(g % 3, 'p') + "x" + std::to_string(g);
+  if (const uint32_t g = j / 4; g != 0)
+    k += "/" + std::string(g % 3, 'p') + "x" + std::to_string(g);
   return k;
 }
 // Version v of key i's value, 8 or 16 bytes: a word naming i and v whose upper half is a

@@ -137,7 +137,8 @@ struct WoartNode4 {
       pc->persist(&child[phys], 8);
       return;
     }
-    StoreWord(&child[phys], word);  // a free slot, but a lookup may read it through an old slot word
+    // A free slot, but a lookup may read it through an old slot word: atomic.
+    StoreWord(&child[phys], word);
     pc->flush(&child[phys], 8);
     pc->fence();
     CommitWord(*pc, &slots, next);
