@@ -41,7 +41,8 @@ IndexRegistration PersistentRadixTree<Ops>::Registration() {
   r.traits.max_key_size = kMaxKeySize;
   r.traits.max_value_size = kMaxValueSize;
   r.traits.concurrency =
-      "writer-preferring reader-writer lock (many readers or one writer; single-threaded design)";
+      "lock-free lookups (epoch guard) beside one writer; writers, scans and walks under a "
+      "writer-preferring reader-writer lock (single-threaded design)";
   r.traits.durability = "every acknowledged operation (8-byte failure-atomic commits)";
   r.traits.description = Ops::kDescription;
   r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
