@@ -89,10 +89,14 @@ inline const uint8_t* Bytes(std::string_view s) {
 
 // *out = the `n` bytes at `p`. A string that already has that size (a caller reusing one
 // buffer for values of one size, as every 8-byte-value workload does) is overwritten in place
-// without std::string's general replace path.
+// without std::string's general replace path; an 8-byte value is one inline copy, not a call.
 inline void CopyValue(const void* p, size_t n, std::string* out) {
   if (out->size() == n) {
-    std::memcpy(out->data(), p, n);
+    if (n == 8) {
+      std::memcpy(out->data(), p, 8);
+    } else {
+      std::memcpy(out->data(), p, n);
+    }
   } else {
     out->assign(static_cast<const char*>(p), n);
   }

@@ -22,15 +22,27 @@
 //    one 8-byte store. No log, no copy of existing nodes.
 //  - remove: the word of the leaf, or of the highest ancestor that would become empty, is
 //    cleared and persisted (or Ops::RemoveChild commits the smaller node); only then are the
-//    unlinked blocks freed. Nodes never become empty durably.
+//    unlinked blocks retired (freed after the lookups that may hold them have left). Nodes
+//    never become empty durably.
 //  - update: same-length values of <= 8 bytes in place with one 8-byte store, otherwise a
-//    new leaf swapped in (ReplaceLeafValue).
+//    new leaf swapped in (ReplaceLeafValue), the old one retired.
 // Blocks allocated by an interrupted operation are unreachable and reclaimed by the
 // allocator rebuild at open, so recover() has nothing to do.
 //
-// Thread safety: single-threaded designs; a writer-preferring reader-writer lock (RwLock)
-// admits many readers (lookup, scan, verify, stats) or one writer. Readers may repair a
-// stale header; they do so with a compare-and-swap of the same deterministic value.
+// Thread safety: single-threaded designs. Writers (insert/update/upsert/remove) are
+// serialized by the writer side of a writer-preferring reader-writer lock (RwLock); scans,
+// verify, stats and the block visitor take its reader side. Lookups take no lock: they hold
+// the pool's epoch guard (pm/epoch.h) instead, and writers retire every block they unlink
+// through the allocator (freed once no guard that could have reached it is open). Every
+// word a lookup can meet while a writer changes it is read and written with atomics (child
+// words, end words, headers, WOART slot/bitmap/index words and Node16 key words, the value
+// word of a leaf): a lookup sees each node as it was at some moment during the lookup, and
+// the published tree is consistent at every store, since each change commits with one store
+// of a word whose target was written first. A lookup may see a committed store before it is
+// durable (no read-side flush, as in every lock-free persistent index here). Readers may
+// repair a stale header; they do so with a compare-and-swap of the same deterministic value
+// (a lookup that reached a node over a path a concurrent split replaced sees a header deeper
+// than its own depth, and neither repairs nor needs to: the position is unchanged).
 //
 // The policy `Ops` (all static; `w` is a tagged node word):
 //   kBits, kName, kKind, kDescription, kParams        unit width and registration
@@ -38,7 +50,13 @@
 //   kMaxTag, NodeSize(tag), kSmallTag, kNodeNames      node tags, block sizes, stats names
 //   kFixedFanout                                       FindChild never returns nullptr
 //   FindChild(pool, w, unit) -> uint64_t*              the child word of `unit`, or nullptr
+//                                                      (writers, under the writer lock)
+//   LoadChild(mem, w, unit) -> uint64_t                the child word of `unit` or 0, read
+//                                                      with atomics (lock-free lookups; mem
+//                                                      is the pool's base, Pool::base())
 //   ChildCount(pool, w), AnyChild(pool, w)             live children; some child word or 0
+//                                                      (AnyChild reads with atomics: lookups
+//                                                      repairing a header call it)
 //   ForEachChild(pool, w, first, f) -> bool            f(unit, word) -> bool in unit order
 //                                                      from `first`; false once f stops
 //   BuildAdd(pool, w, unit, word)                      into an unpublished node
@@ -116,6 +134,7 @@ class PersistentRadixTree final : public Index {
   struct ScanState;
 
   Status Put(std::string_view key, std::string_view value, PutMode mode);
+  Status PutLocked(std::string_view key, std::string_view value, PutMode mode);
   Status LinkNewLeaf(uint64_t* slot, std::string_view key, std::string_view value);
   Status AddChild(uint64_t* slot, const PrefixHeader& h, uint8_t unit, std::string_view key,
                   std::string_view value);
@@ -164,7 +183,7 @@ class PersistentRadixTree final : public Index {
 
   std::unique_ptr<Pool> pool_;
   IndexTraits traits_;
-  RwLock mu_;  // writer-preferring
+  RwLock mu_;  // writer-preferring; writers, scans and whole-tree walks (not lookups)
   std::atomic<uint64_t> repairs_{0};
 };
 

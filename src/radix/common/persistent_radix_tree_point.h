@@ -41,7 +41,8 @@ IndexRegistration PersistentRadixTree<Ops>::Registration() {
   r.traits.max_key_size = kMaxKeySize;
   r.traits.max_value_size = kMaxValueSize;
   r.traits.concurrency =
-      "writer-preferring reader-writer lock (many readers or one writer; single-threaded design)";
+      "lock-free lookups (epoch guard) beside one writer; writers, scans and walks under a "
+      "writer-preferring reader-writer lock (single-threaded design)";
   r.traits.durability = "every acknowledged operation (8-byte failure-atomic commits)";
   r.traits.description = Ops::kDescription;
   r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
@@ -57,7 +58,7 @@ const PmLeaf* PersistentRadixTree<Ops>::AnyLeaf(uint64_t w) const {
   for (;;) {
     if (!ValidWord(w)) return nullptr;
     if (IsLeafChild(w)) return leaf(w);
-    uint64_t next = base(w)->end;
+    uint64_t next = LoadWord(&base(w)->end);  // atomic: lookups repairing a header come here
     if (next == 0) next = Ops::AnyChild(*pool_, w);
     if (next == 0) return nullptr;
     w = next;
@@ -68,6 +69,9 @@ template <typename Ops>
 PrefixHeader PersistentRadixTree<Ops>::RepairHeader(uint64_t w, uint32_t depth, uint64_t word) {
   RadixNodeBase* nb = base(w);
   const PrefixHeader h = PrefixHeader::Decode(word);
+  // Deeper than the depth it was reached at: a lookup that came over a path a concurrent
+  // split replaced (the split rewrote the header after its commit); the position is right.
+  if (h.depth > depth) return h;
   const PmLeaf* l = AnyLeaf(w);
   if (l == nullptr || h.pos() < depth) return h;  // corrupt; verify() names it
   PrefixHeader fixed = h.template Repaired<Ops::kBits>(depth, l->key_ptr());
@@ -87,31 +91,35 @@ PrefixHeader PersistentRadixTree<Ops>::RepairHeader(uint64_t w, uint32_t depth, 
 template <typename Ops>
 Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value) {
   if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
-  std::shared_lock lock(mu_);
+  // No lock: the epoch guard keeps every block this lookup can reach from being reused
+  // (writers retire what they unlink), and every word read below is an atomic load of a
+  // word writers change with one atomic store (see the thread-safety note of the tree).
+  auto guard = pool_->allocator().epoch_guard();
+  // The mapping's base, read once: the acquire loads below would otherwise make the
+  // compiler reload pool_ and its base for every node.
+  const char* const mem = pool_->base();
   const uint8_t* k = Bytes(key);
   const size_t units = Span::units(key.size());
-  uint64_t w = *RootSlot(*pool_);
+  uint64_t w = LoadWord(RootSlot(*pool_));
   uint32_t depth = 0;
   while (w != 0) {
+    const char* p = mem + ChildOffset(w);
     if (IsLeafChild(w)) {
-      const PmLeaf* l = leaf(w);
+      const auto* l = reinterpret_cast<const PmLeaf*>(p);
       if (!l->KeyEquals(key)) return Status::NotFound();
-      if (value) CopyValue(l->value_ptr(), l->value_len, value);
+      if (value) l->LoadValue(value);
       return Status::OK();
     }
-    uint64_t hw = LoadWord(&base(w)->header);
+    const auto* nb = reinterpret_cast<const RadixNodeBase*>(p);
+    uint64_t hw = LoadWord(&nb->header);
     if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
       hw = RepairHeader(w, depth, hw).Encode();
     depth = PrefixHeader::PosOf(hw);
     if (depth > units) return Status::NotFound();
     if (depth == units) {
-      w = base(w)->end;
+      w = LoadWord(&nb->end);
     } else {
-      const uint64_t* s = Ops::FindChild(*pool_, w, Span::unit(k, depth));
-      if constexpr (!Ops::kFixedFanout) {
-        if (s == nullptr) return Status::NotFound();
-      }
-      w = *s;
+      w = Ops::LoadChild(mem, w, Span::unit(k, depth));
       ++depth;
     }
   }
@@ -122,7 +130,21 @@ template <typename Ops>
 Status PersistentRadixTree<Ops>::Put(std::string_view key, std::string_view value,
                                      PutMode mode) {
   if (Status s = CheckKeyValue(key, value); !s.ok()) return s;
-  std::unique_lock lock(mu_);
+  for (;;) {
+    Status s;
+    {
+      std::unique_lock lock(mu_);
+      s = PutLocked(key, value, mode);
+    }
+    // Blocks retired earlier may still wait for their grace period: free what the open
+    // guards allow and try again (an OutOfSpace put changed nothing).
+    if (!s.IsOutOfSpace() || !pool_->allocator().reclaim_now()) return s;
+  }
+}
+
+template <typename Ops>
+Status PersistentRadixTree<Ops>::PutLocked(std::string_view key, std::string_view value,
+                                           PutMode mode) {
   const uint8_t* k = Bytes(key);
   const size_t units = Span::units(key.size());
   uint64_t* slot = RootSlot(*pool_);
@@ -345,7 +367,7 @@ Status PersistentRadixTree<Ops>::remove(std::string_view key) {
         freed.push_back(nw);
         freed.push_back(leaf_word);
         CommitWord(pc(), path[nodes - 1].slot, other);  // commit
-        for (uint64_t w : freed) pool_->allocator().free(ChildOffset(w));
+        for (uint64_t w : freed) pool_->allocator().retire(ChildOffset(w));
         return Status::OK();
       }
     }
@@ -364,7 +386,8 @@ Status PersistentRadixTree<Ops>::remove(std::string_view key) {
                        static_cast<uint8_t>(at.unit), freed);
     }
   }
-  for (uint64_t w : freed) pool_->allocator().free(ChildOffset(w));
+  // Unlinked and durable: lookups that reached them before the commit may still read them.
+  for (uint64_t w : freed) pool_->allocator().retire(ChildOffset(w));
   return Status::OK();
 }
 

@@ -16,6 +16,7 @@
 #ifndef PMINDEX_RADIX_COMMON_PM_LEAF_H_
 #define PMINDEX_RADIX_COMMON_PM_LEAF_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -47,8 +48,27 @@ struct PmLeaf {
     return {reinterpret_cast<const char*>(value_ptr()), value_len};
   }
   size_t size() const { return SizeFor(key_len, value_len); }
+  // The value, read as a lock-free lookup must: a value of <= 8 bytes with one atomic load
+  // of the value word (an in-place update gives the old or the new value, never a mix);
+  // longer values are never changed in place.
+  void LoadValue(std::string* out) const {
+    if (value_len <= 8) {
+      const uint64_t v = std::atomic_ref<uint64_t>(const_cast<uint64_t&>(value_word))
+                             .load(std::memory_order_relaxed);
+      CopyValue(&v, value_len, out);
+    } else {
+      CopyValue(value_ptr(), value_len, out);
+    }
+  }
   bool KeyEquals(std::string_view k) const {
-    return k.size() == key_len && std::memcmp(k.data(), key_ptr(), key_len) == 0;
+    if (k.size() != key_len) return false;
+    if (key_len == 8) {  // the integer keys: one compare of two words, not a memcmp call
+      uint64_t a, b;
+      std::memcpy(&a, k.data(), 8);
+      std::memcpy(&b, key_ptr(), 8);
+      return a == b;
+    }
+    return std::memcmp(k.data(), key_ptr(), key_len) == 0;
   }
 
   // Fills a block of at least SizeFor(key.size(), value.size()) bytes (not persisted).

@@ -1,7 +1,8 @@
 // Small pieces shared by the persistent radix trees (WORT, WOART): the root child word,
 // leaf allocation and the failure-atomic value update.
 //
-// Thread safety: callers hold the tree's writer lock for every function that writes.
+// Thread safety: callers hold the tree's writer lock for every function that writes; every
+// store into a published block is atomic, for the lock-free lookups.
 #ifndef PMINDEX_RADIX_COMMON_PM_TREE_UTIL_H_
 #define PMINDEX_RADIX_COMMON_PM_TREE_UTIL_H_
 
@@ -93,10 +94,11 @@ inline void CommitWord(pm::PersistContext& pc, uint64_t* slot, uint64_t word) {
   pc.persist(slot, 8);
 }
 
-// Replaces the value of the leaf linked from `slot`. Same length <= 8 bytes: one 8-byte
-// store into the value word (1 fence). Otherwise a new leaf is persisted, swapped in with
-// one 8-byte store and the old leaf freed after that store is durable (unreachable, and the
-// writer lock keeps readers out), 2 fences.
+// Replaces the value of the leaf linked from `slot`. Same length <= 8 bytes: one atomic
+// 8-byte store into the value word (1 fence; a concurrent lookup reads the word with one
+// atomic load, so it gets the old or the new value). Otherwise a new leaf is persisted,
+// swapped in with one 8-byte store and the old leaf retired after that store is durable
+// (unreachable; lookups that reached it before the swap may still read it), 2 fences.
 inline Status ReplaceLeafValue(Pool& pool, uint64_t* slot, PmLeaf* leaf, std::string_view value,
                                const char* skip_leaf_persist_mutant) {
   if (value.size() == leaf->value_len && value.size() <= 8) {
@@ -111,7 +113,7 @@ inline Status ReplaceLeafValue(Pool& pool, uint64_t* slot, PmLeaf* leaf, std::st
   pc.fence();
   const uint64_t old = *slot;
   CommitWord(pc, slot, word);
-  pool.allocator().free(ChildOffset(old));
+  pool.allocator().retire(ChildOffset(old));
   return Status::OK();
 }
 

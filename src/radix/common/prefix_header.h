@@ -80,8 +80,9 @@ struct PrefixHeader {
   }
 };
 
-// The header word is read and repaired with atomics: readers holding the shared lock may
-// repair concurrently, and all of them write the same value.
+// The header word, like every word a lock-free lookup reads, is read and written with
+// atomics: readers (lookups, and scans under the shared lock) may repair concurrently with
+// each other and with the writer, and all of them write the same value.
 inline uint64_t LoadWord(const uint64_t* w) {
   return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_acquire);
 }

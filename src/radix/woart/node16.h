@@ -6,10 +6,12 @@
 //   0       8     header      line 0   PrefixHeader word
 //   8       8     end         line 0
 //   16      8     bitmap      line 0   bits 0..15: slot i valid; other bits 0
-//   24      16    keys[16]    line 0
+//   24      16    keys[16]    line 0   (also read and written as two 8-byte key words)
 //   40      128   child[16]   line 0: child[0..2], line 1: child[3..10], line 2: child[11..15]
 #ifndef PMINDEX_RADIX_WOART_NODE16_H_
 #define PMINDEX_RADIX_WOART_NODE16_H_
+
+#include <emmintrin.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +27,10 @@ struct WoartNode16 {
   uint64_t header;
   uint64_t end;
   uint64_t bitmap;
-  uint8_t keys[kCapacity];
+  union {  // key_words: the same 16 bytes, as lock-free lookups load and writers store them
+    uint8_t keys[kCapacity];
+    uint64_t key_words[2];
+  };
   uint64_t child[kCapacity];
 
   // Only bits 0..15 count (a corrupted word cannot index past the node; verify() reports it).
@@ -38,9 +43,22 @@ struct WoartNode16 {
     return m ? &child[__builtin_ctz(m)] : nullptr;
   }
 
+  // The child word of key b or 0, with atomic loads (lock-free lookups): the bitmap, then
+  // the keys as two 8-byte words (a writer fills a free slot's key byte with an atomic store
+  // of its word; the bitmap masks it until it is valid), then the child word.
+  uint64_t Load(uint8_t b) const {
+    const unsigned bm = static_cast<unsigned>(valid());
+    const __m128i k = _mm_set_epi64x(static_cast<long long>(LoadWord(&key_words[1])),
+                                     static_cast<long long>(LoadWord(&key_words[0])));
+    const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(
+                           _mm_cmpeq_epi8(k, _mm_set1_epi8(static_cast<char>(b))))) &
+                       bm;
+    return m ? LoadWord(&child[__builtin_ctz(m)]) : 0;
+  }
+
   uint64_t Any() const {
     const uint64_t bm = valid();
-    return bm ? child[__builtin_ctzll(bm)] : 0;
+    return bm ? LoadWord(&child[__builtin_ctzll(bm)]) : 0;
   }
 
   // Calls f(key, child word) -> bool in key order from key `first`; false once f stops.
@@ -71,11 +89,15 @@ struct WoartNode16 {
     bitmap |= uint64_t{1} << p;
   }
 
-  // Key and child into a free slot, persisted; then the bitmap bit. 2 fences.
+  // Key and child into a free slot, persisted; then the bitmap bit. 2 fences. The key byte
+  // goes in with an atomic store of its whole key word (the other bytes unchanged: one
+  // writer at a time), the child with an atomic store: lookups may read both concurrently.
   void Add(pm::PersistContext& pc, uint8_t b, uint64_t word) {
     const unsigned p = __builtin_ctzll(~bitmap);
-    keys[p] = b;
-    child[p] = word;
+    const unsigned shift = 8 * (p % 8);
+    StoreWord(&key_words[p / 8],
+              (key_words[p / 8] & ~(uint64_t{0xFF} << shift)) | (uint64_t{b} << shift));
+    StoreWord(&child[p], word);
     pc.flush(&keys[p], 1);
     pc.flush(&child[p], 8);
     pc.fence();

@@ -36,9 +36,12 @@ struct WoartNode256 {
 
   uint64_t* Find(uint8_t b) { return child[b] ? &child[b] : nullptr; }
 
+  // The child word of key b or 0, with an atomic load (lock-free lookups).
+  uint64_t Load(uint8_t b) const { return LoadWord(&child[b]); }
+
   uint64_t Any() const {
     for (unsigned b = 0; b < 256; ++b)
-      if (child[b]) return child[b];
+      if (const uint64_t w = LoadWord(&child[b]); w != 0) return w;
     return 0;
   }
 

@@ -49,10 +49,20 @@ struct WoartNode4 {
     return nullptr;
   }
 
+  // The child word of key b or 0, with atomic loads (lock-free lookups). A child word read
+  // through a slot word a writer has since replaced may belong to another key (its slot was
+  // reused): the lookup's key compare at the leaf rejects it.
+  uint64_t Load(uint8_t b) const {
+    const uint64_t s = LoadWord(&slots);
+    for (unsigned i = 0, n = Count(s); i < n; ++i)
+      if (KeyAt(s, i) == b) return LoadWord(&child[IndexAt(s, i)]);
+    return 0;
+  }
+
   // Some child word (0 if none), for reading a key below the node.
   uint64_t Any() const {
     const uint64_t s = LoadWord(&slots);
-    return Count(s) ? child[IndexAt(s, 0)] : 0;
+    return Count(s) ? LoadWord(&child[IndexAt(s, 0)]) : 0;
   }
 
   // Calls f(key, child word) -> bool in key order from key `first`; false once f stops.
@@ -123,11 +133,12 @@ struct WoartNode4 {
       // The published WOART ordering bug: the slot word (the node's header of valid slots)
       // is committed before the child it names is durable.
       CommitWord(*pc, &slots, next);
-      child[phys] = word;
+      StoreWord(&child[phys], word);
       pc->persist(&child[phys], 8);
       return;
     }
-    child[phys] = word;
+    // A free slot, but a lookup may read it through an old slot word: atomic.
+    StoreWord(&child[phys], word);
     pc->flush(&child[phys], 8);
     pc->fence();
     CommitWord(*pc, &slots, next);

@@ -62,9 +62,22 @@ struct WoartNode48 {
     return i && i <= kCapacity ? &child[i - 1] : nullptr;
   }
 
+  // The index byte of key b, with an atomic load (lock-free lookups meet writers here).
+  uint8_t LoadIndex(unsigned b) const {
+    return std::atomic_ref<uint8_t>(const_cast<uint8_t&>(index[b])).load(std::memory_order_acquire);
+  }
+
+  // The child word of key b or 0, with atomic loads (lock-free lookups). A child word read
+  // through an index byte a writer has since cleared may be 0 or belong to another key (its
+  // slot was reused): the lookup's key compare at the leaf rejects it.
+  uint64_t Load(uint8_t b) const {
+    const uint8_t i = LoadIndex(b);
+    return i && i <= kCapacity ? LoadWord(&child[i - 1]) : 0;
+  }
+
   uint64_t Any() const {
     for (unsigned b = 0; b < 256; ++b)
-      if (index[b] && index[b] <= kCapacity) return child[index[b] - 1];
+      if (const uint8_t i = LoadIndex(b); i && i <= kCapacity) return LoadWord(&child[i - 1]);
     return 0;
   }
 
@@ -87,7 +100,7 @@ struct WoartNode48 {
   // Child into a free slot, persisted; then the index byte. 2 fences.
   void Add(pm::PersistContext& pc, uint8_t b, uint64_t word) {
     const unsigned p = free_slot();
-    child[p] = word;
+    StoreWord(&child[p], word);  // a free slot, but a lookup may read it through an old index byte
     pc.flush(&child[p], 8);
     pc.fence();
     std::atomic_ref<uint8_t>(index[b]).store(static_cast<uint8_t>(p + 1),

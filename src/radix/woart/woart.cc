@@ -65,7 +65,7 @@ Status WoartOps::AddChild(Pool& pool, uint64_t* slot, const PrefixHeader& h, uin
   pc.flush(pool.at<void>(ChildOffset(*grown)), NodeSizeForTag(tag + 1));
   pc.fence();
   CommitWord(pc, slot, *grown);
-  pool.allocator().free(ChildOffset(w));
+  pool.allocator().retire(ChildOffset(w));  // lookups that reached it may still read it
   return Status::OK();
 }
 

@@ -16,7 +16,10 @@
 // stores: a new or changed header only becomes reachable through the one store that
 // publishes its node, or is rewritten in a way traversal repairs.
 //
-// Thread safety: as PersistentRadixTree (writer-preferring reader-writer lock).
+// Thread safety: as PersistentRadixTree (lookups lock-free under the epoch guard; writers,
+// scans and walks under a writer-preferring reader-writer lock). Every word of a live node a
+// lookup reads (child words, the Node4 slot word, the Node16 bitmap and key words, the
+// Node48 index bytes) is changed with one atomic store and read with atomic loads (Load).
 #ifndef PMINDEX_RADIX_WOART_WOART_H_
 #define PMINDEX_RADIX_WOART_WOART_H_
 
@@ -51,6 +54,9 @@ struct WoartOps {
 
   static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {
     return DispatchNode(pool, w, [unit](auto* n) { return n->Find(unit); });
+  }
+  static uint64_t LoadChild(const char* mem, uint64_t w, uint8_t unit) {
+    return DispatchNode(mem, w, [unit](auto* n) { return n->Load(unit); });
   }
   static unsigned ChildCount(const Pool& pool, uint64_t w) {
     return DispatchNode(pool, w, [](auto* n) { return n->count(); });

@@ -2,6 +2,8 @@
 #ifndef PMINDEX_RADIX_WOART_WOART_DISPATCH_H_
 #define PMINDEX_RADIX_WOART_WOART_DISPATCH_H_
 
+#include <utility>
+
 #include "pmindex/pool.h"
 #include "radix/common/node_search.h"
 #include "radix/woart/node16.h"
@@ -11,19 +13,25 @@
 
 namespace pmindex::radix {
 
+// `mem` is the pool's base (Pool::base()).
 template <typename F>
-inline decltype(auto) DispatchNode(const Pool& pool, uint64_t w, F&& f) {
-  const uint64_t off = ChildOffset(w);
+inline decltype(auto) DispatchNode(const char* mem, uint64_t w, F&& f) {
+  char* const p = const_cast<char*>(mem) + ChildOffset(w);
   switch (ChildTagOf(w)) {
     case kTagNode4:
-      return f(pool.at<WoartNode4>(off));
+      return f(reinterpret_cast<WoartNode4*>(p));
     case kTagNode16:
-      return f(pool.at<WoartNode16>(off));
+      return f(reinterpret_cast<WoartNode16*>(p));
     case kTagNode48:
-      return f(pool.at<WoartNode48>(off));
+      return f(reinterpret_cast<WoartNode48*>(p));
     default:
-      return f(pool.at<WoartNode256>(off));
+      return f(reinterpret_cast<WoartNode256*>(p));
   }
+}
+
+template <typename F>
+inline decltype(auto) DispatchNode(const Pool& pool, uint64_t w, F&& f) {
+  return DispatchNode(static_cast<const char*>(pool.base()), w, std::forward<F>(f));
 }
 
 inline constexpr size_t NodeSizeForTag(uint64_t tag) {

@@ -9,7 +9,9 @@
 // (the tree's LinkNewLeaf, 2 fences) and removing one is clearing it (1 fence). WORT never
 // grows or shrinks a node.
 //
-// Thread safety: as PersistentRadixTree (writer-preferring reader-writer lock).
+// Thread safety: as PersistentRadixTree (lookups lock-free under the epoch guard; writers,
+// scans and walks under a writer-preferring reader-writer lock). Every child word of a live
+// node is changed with one atomic store.
 #ifndef PMINDEX_RADIX_WORT_WORT_H_
 #define PMINDEX_RADIX_WORT_WORT_H_
 
@@ -45,6 +47,9 @@ struct WortOps {
   static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {
     return &node(pool, w)->child[unit];
   }
+  static uint64_t LoadChild(const char* mem, uint64_t w, uint8_t unit) {
+    return LoadWord(&reinterpret_cast<const WortNode*>(mem + ChildOffset(w))->child[unit]);
+  }
   static unsigned ChildCount(const Pool& pool, uint64_t w) {
     const WortNode* n = node(pool, w);
     unsigned used = 0;
@@ -54,7 +59,7 @@ struct WortOps {
   static uint64_t AnyChild(const Pool& pool, uint64_t w) {
     const WortNode* n = node(pool, w);
     for (unsigned c = 0; c < WortNode::kFanout; ++c)
-      if (n->child[c] != 0) return n->child[c];
+      if (const uint64_t word = LoadWord(&n->child[c]); word != 0) return word;
     return 0;
   }
   template <typename F>
