@@ -123,6 +123,7 @@ class PFTree final : public Index, private pm::Reclaimer {
   Result<uint64_t> BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
                                 uint16_t depth, std::vector<uint64_t>* allocated);
   static bool FitsOneLeaf(const std::vector<LeafItem>& items, size_t b, size_t e);
+  static bool FitsOneLeaf(size_t entries, size_t bytes);  // the same from the totals
   // One leaf array at `depth` holding items[b, e), flushed (same contract as BuildSubtree).
   Result<uint64_t> BuildLeaf(const std::vector<LeafItem>& items, size_t b, size_t e,
                              uint16_t depth, std::vector<uint64_t>* allocated);
