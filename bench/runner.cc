@@ -113,6 +113,10 @@ struct PhaseBody {
 // latency with LatencySampler(sample_every, from seed and t).
 PhaseOutcome RunPhase(Pool* pool, int threads, const PhaseBody& body, uint32_t sample_every,
                       uint64_t seed, StopCheck* stop_check, std::atomic<bool>* stop) {
+  // The cycle counter's calibration sleeps 20 ms once per process; the workers' latency
+  // samples would otherwise trigger it inside the first measured phase, where it added 20 ms
+  // of wall-clock time to the first index's first phase (a 10,000-key load takes ~5 ms).
+  (void)NanosPerCycle();
   PhaseOutcome out;
   PersistCounters before;
   Clock::time_point t0, paused;

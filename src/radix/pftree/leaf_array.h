@@ -1,7 +1,7 @@
 // PFtree leaf arrays: key-value pairs stored inline behind a 2-byte entry header, with the
 // auxiliary metadata (positions, fingerprints, sorted order) kept only in DRAM.
 //
-// Block layout (one allocation, 512 B .. 8 KiB; the data area fills the rest):
+// Block layout (one allocation, 512 B .. 4 KiB; the data area fills the rest):
 //   line 0:  0 lock      8  VersionLock word (generation | version | obsolete | locked)
 //            8 type      1  NodeType::kLeafArray
 //            9 reserved  1
@@ -55,10 +55,13 @@ namespace pmindex::pftree {
 
 inline constexpr size_t kMaxKeySize = 511;
 inline constexpr size_t kMaxValueSize = 63;
-inline constexpr uint32_t kMaxEntries = 512;  // per leaf array (bounded by the DRAM arrays)
+// A largest leaf array is one 4 KiB page (blocks of that class are carved from 256 KiB-aligned
+// chunks): a lookup's header and entry lines share one page translation, and a probe scans
+// at most ~250 fingerprints.
+inline constexpr uint32_t kMaxEntries = 256;  // per leaf array (bounded by the DRAM arrays)
 inline constexpr size_t kLeafHeaderSize = 64;
 inline constexpr size_t kMinLeafBlock = 512;
-inline constexpr size_t kMaxLeafBlock = 8192;
+inline constexpr size_t kMaxLeafBlock = 4096;
 inline constexpr size_t kMaxLeafData = kMaxLeafBlock - kLeafHeaderSize;
 
 inline constexpr uint16_t kEntryValid = 0x8000;
@@ -160,8 +163,9 @@ uint8_t Fingerprint(std::string_view key);
 // PrefetchLeaf when a child reference names a leaf array (its header line, which holds the
 // lock and the aux pointer, and the start of the data area: all of a minimum-size block);
 // PrefetchAux once the aux pointer is read (the fingerprint and position arrays sit behind
-// the struct in the same allocation: ten lines cover the struct and the fingerprints of a
-// largest leaf array, ~500 entries, which a probe scans; a position is read per match).
+// the struct in the same allocation: ten lines cover the struct, the fingerprints of a
+// largest leaf array, ~250 entries, which a probe scans, and the first positions; a position
+// is read per match).
 inline void PrefetchLeaf(const LeafHeader* l) {
   for (size_t off = 0; off < kMinLeafBlock; off += 64) {
     __builtin_prefetch(reinterpret_cast<const char*>(l) + off);

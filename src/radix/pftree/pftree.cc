@@ -299,18 +299,26 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
     VersionLock::Unlock(&leaf->lock, gen_);
     return {true, {}};
   }
+  // The leaf's first sorted_n entries are in key order (it was built sorted): only the
+  // appended ones and the new entry are sorted, then merged in (n + k log k comparisons for
+  // k appended entries, not n log n).
   std::vector<LeafItem> items;
   items.reserve(aux->live + 1);
+  size_t in_order = 0;
   for (uint32_t i = 0; i < n; ++i) {
+    if (i == aux->sorted_n) in_order = items.size();
     if (static_cast<int>(i) == idx) continue;
     uint32_t epos = aux->pos[i];
     uint16_t h = LoadEntryHeader(leaf, epos);
     if (h & kEntryValid)
       items.push_back({EntryKey(leaf, epos, h), EntryValue(leaf, epos, h), aux->fp[i]});
   }
+  if (aux->sorted_n >= n) in_order = items.size();
   items.push_back({key, value, fp});
-  std::sort(items.begin(), items.end(),
-            [](const LeafItem& a, const LeafItem& b) { return KeyLess(a.key, b.key); });
+  auto key_less = [](const LeafItem& a, const LeafItem& b) { return KeyLess(a.key, b.key); };
+  std::sort(items.begin() + static_cast<std::ptrdiff_t>(in_order), items.end(), key_less);
+  std::inplace_merge(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(in_order),
+                     items.end(), key_less);
   std::vector<uint64_t> allocated;
   uint8_t lo, hi;
   run_of(&lo, &hi);
@@ -322,7 +330,7 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
   const bool compact = aux->used >= live_bytes + leaf->capacity / 8 &&
                        live_bytes + leaf->capacity / 8 <= kMaxLeafData &&
                        items.size() + kMaxEntries / 8 <= kMaxEntries;
-  const bool fits = compact || FitsOneLeaf(items, 0, items.size());
+  const bool fits = compact || FitsOneLeaf(items.size(), live_bytes);
   if (shared && !(fits && parent->type == static_cast<uint8_t>(NodeType::kNode48))) {
     // A shared leaf that must split (or whose Node256 run must move to a new leaf): its run
     // is re-partitioned in a copy of the parent, published in the grandparent.
@@ -511,6 +519,9 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
 bool PFTree::FitsOneLeaf(const std::vector<LeafItem>& items, size_t b, size_t e) {
   return e - b == 1 || (e - b <= kRebuildMaxEntries && ItemsBytes(items, b, e) <= kRebuildMaxBytes);
 }
+bool PFTree::FitsOneLeaf(size_t entries, size_t bytes) {
+  return entries == 1 || (entries <= kRebuildMaxEntries && bytes <= kRebuildMaxBytes);
+}
 
 Result<uint64_t> PFTree::BuildLeaf(const std::vector<LeafItem>& items, size_t b, size_t e,
                                    uint16_t depth, std::vector<uint64_t>* allocated) {
@@ -570,12 +581,15 @@ Status PFTree::BuildRuns(std::vector<LeafItem>& items, size_t b, size_t e, uint1
     size_t j = i + 1;
     while (j < e && items[j].key[q] == items[i].key[q]) ++j;
     const size_t gbytes = ItemsBytes(items, i, j);
-    if (!FitsOneLeaf(items, i, j)) {
+    if (!FitsOneLeaf(j - i, gbytes)) {
       close(i);
       runs.push_back({i, j, true});
       cur_b = j;
     } else {
-      if (cur_bytes > 0 && (done + gbytes / 2 > next_cut || !FitsOneLeaf(items, cur_b, j))) close(i);
+      // cur_bytes is the bytes of items [cur_b, i).
+      if (cur_bytes > 0 &&
+          (done + gbytes / 2 > next_cut || !FitsOneLeaf(j - cur_b, cur_bytes + gbytes)))
+        close(i);
       cur_bytes += gbytes;
     }
     done += gbytes;

@@ -9,7 +9,7 @@
 // pool root). A leaf array under slot b of node N holds keys continuing with b, or, when a
 // Node48/Node256 shares it among a run of bytes [lo, hi] (inner_node.h), keys continuing
 // with any byte of the run. When its data area is full it is rebuilt from its live entries:
-// into one new leaf array (compaction or growth up to 8 KiB) if they fit, otherwise split
+// into one new leaf array (compaction or growth up to 4 KiB) if they fit, otherwise split
 // at the next distinguishing key byte into runs of bytes that each fill about half a
 // largest leaf array (a byte too large for one leaf array gets a subtree). The new part is
 // built and persisted off to the side and published by one 8-byte store: into the parent
@@ -123,6 +123,7 @@ class PFTree final : public Index, private pm::Reclaimer {
   Result<uint64_t> BuildSubtree(std::vector<LeafItem>& items, size_t b, size_t e,
                                 uint16_t depth, std::vector<uint64_t>* allocated);
   static bool FitsOneLeaf(const std::vector<LeafItem>& items, size_t b, size_t e);
+  static bool FitsOneLeaf(size_t entries, size_t bytes);  // the same from the totals
   // One leaf array at `depth` holding items[b, e), flushed (same contract as BuildSubtree).
   Result<uint64_t> BuildLeaf(const std::vector<LeafItem>& items, size_t b, size_t e,
                              uint16_t depth, std::vector<uint64_t>* allocated);
