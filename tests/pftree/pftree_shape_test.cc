@@ -16,6 +16,7 @@
 #include "pftree/pftree_test_util.h"
 #include "pmindex/index.h"
 #include "pm/alloc.h"
+#include "radix/pftree/leaf_array.h"
 #include "pmindex/pool.h"
 
 namespace pmindex::testing {
@@ -99,6 +100,45 @@ TEST(PFTreeShapeTest, OneRootSlotStaysFlat) {
         return std::string(IntKey((Uniform(i) >> 8) | (uint64_t{0x5A} << 56)).view());
       },
       /*check_allocated=*/false);
+}
+
+// Pools written with larger leaf arrays (8 KiB, up to 512 entries, as earlier builds wrote
+// them) open, answer every key, and take new keys: their big leaves are split within this
+// build's limits when they next fill.
+TEST(PFTreeShapeTest, OpensPoolsWithLargerLeafArrays) {
+  TempDir dir;
+  const std::string path = dir.file("old.pool");
+  const uint64_t n = 60000;  // not scaled: fewer keys would not fill 8 KiB leaves
+  const std::string value(8, 'v');
+  const pftree::LargestLeaf current = pftree::Largest();
+  pftree::SetLargestLeafForTesting({512, 8192});
+  {
+    Options o;
+    o.pool_size = 64ull << 20;
+    auto r = CreateIndex("pftree", path, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE((*r)->insert(IntKey(Uniform(i)).view(), value).ok());
+    const IndexStats st = (*r)->stats();
+    uint64_t leaves = 0;
+    for (const auto& [name, count] : st.nodes) leaves = name == "leaf_arrays" ? count : leaves;
+    // Not vacuous: the pool holds leaf arrays larger than this build writes.
+    ASSERT_GT(leaves, 0u);
+    EXPECT_GT(st.pm_bytes / leaves, current.block) << leaves << " leaf arrays";
+    ASSERT_TRUE((*r)->close().ok());
+  }
+  pftree::SetLargestLeafForTesting(current);
+  auto r = OpenIndex(path, Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Index& index = **r;
+  ASSERT_TRUE(index.verify().ok());
+  std::string got;
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(index.lookup(IntKey(Uniform(i)).view(), &got).ok()) << i;
+  for (uint64_t i = n; i < 2 * n; ++i) ASSERT_TRUE(index.insert(IntKey(Uniform(i)).view(), value).ok());
+  Status v = index.verify();
+  EXPECT_TRUE(v.ok()) << v.ToString();
+  for (uint64_t i = 0; i < 2 * n; ++i) ASSERT_TRUE(index.lookup(IntKey(Uniform(i)).view(), &got).ok()) << i;
+  EXPECT_EQ(index.stats().keys, 2 * n);
+  ASSERT_TRUE(index.close().ok());
 }
 
 }  // namespace

@@ -71,10 +71,24 @@ int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view ke
 #endif
 }
 
+namespace {
+LargestLeaf g_largest;
+}  // namespace
+
+const LargestLeaf& Largest() { return g_largest; }
+
+void SetLargestLeafForTesting(LargestLeaf limits) {
+  limits.entries = std::clamp<uint32_t>(limits.entries, 16, kMaxEntries);
+  limits.block = std::clamp<size_t>(limits.block, kMinLeafBlock, kMaxLeafBlock);
+  g_largest = limits;
+}
+
 LeafAux* NewAux(uint32_t capacity, uint32_t entries) {
   // Room for typical entries (16 bytes and up) and at least twice the entries it starts
   // with, so a rebuilt leaf is not full of slots at once; tiny entries rebuild earlier.
-  uint32_t max = std::min<uint32_t>(kMaxEntries, std::max(capacity / 16, 2 * entries + 8));
+  // (A leaf larger than this build writes, from an older pool, may hold up to kMaxEntries.)
+  const uint32_t bound = capacity > Largest().data() ? kMaxEntries : Largest().entries;
+  uint32_t max = std::min<uint32_t>(bound, std::max(capacity / 16, 2 * entries + 8));
   size_t head = (sizeof(LeafAux) + 15) & ~size_t{15};
   size_t fp_bytes = (max + 16 + 15) & ~size_t{15};
   size_t bytes = head + fp_bytes + 2 * size_t{max};
@@ -178,13 +192,14 @@ void InvalidateEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, uint32
 size_t LeafBlockSizeFor(size_t bytes) {
   // Half as much again as the entries need: the size classes step by a quarter, so a
   // leaf array is at least 2/3 full whenever it is rebuilt or split.
-  size_t want = std::min(std::max(bytes + bytes / 2, kMinLeafBlock - kLeafHeaderSize), kMaxLeafData);
+  size_t want =
+      std::min(std::max(bytes + bytes / 2, kMinLeafBlock - kLeafHeaderSize), Largest().data());
   want = std::max(want, bytes);
   for (uint32_t cls : pm::kSizeClasses) {
     if (cls < kMinLeafBlock) continue;
     if (cls - kLeafHeaderSize >= want) return cls;
   }
-  return kMaxLeafBlock;
+  return Largest().block;
 }
 
 void WriteLeaf(pm::PersistContext& pc, LeafHeader* leaf, size_t block_size, uint16_t depth, uint32_t gen,

@@ -55,14 +55,27 @@ namespace pmindex::pftree {
 
 inline constexpr size_t kMaxKeySize = 511;
 inline constexpr size_t kMaxValueSize = 63;
-// A largest leaf array is one 4 KiB page (blocks of that class are carved from 256 KiB-aligned
-// chunks): a lookup's header and entry lines share one page translation, and a probe scans
-// at most ~250 fingerprints.
-inline constexpr uint32_t kMaxEntries = 256;  // per leaf array (bounded by the DRAM arrays)
+// What a pool may hold: leaf arrays of up to 8 KiB and 512 entries (the bound of the DRAM
+// arrays), which recovery, lookups and scans accept; pools written before the largest leaf
+// array this build creates was halved hold such leaves.
+inline constexpr uint32_t kMaxEntries = 512;
 inline constexpr size_t kLeafHeaderSize = 64;
 inline constexpr size_t kMinLeafBlock = 512;
-inline constexpr size_t kMaxLeafBlock = 4096;
-inline constexpr size_t kMaxLeafData = kMaxLeafBlock - kLeafHeaderSize;
+inline constexpr size_t kMaxLeafBlock = 8192;
+// What this build writes: a largest leaf array is one 4 KiB page (blocks of that class are
+// carved from 256 KiB-aligned chunks), so a lookup's header and entry lines share one page
+// translation and a probe scans at most ~250 fingerprints. A larger leaf of an older pool is
+// split or rebuilt within these limits when it next fills.
+struct LargestLeaf {
+  uint32_t entries = 256;
+  size_t block = 4096;
+  size_t data() const { return block - kLeafHeaderSize; }
+};
+// The limits new leaf arrays are written with.
+const LargestLeaf& Largest();
+// Tests only, before any tree writes: the older builds' limits ({512, 8192}) write the pools
+// those builds wrote. Clamped to what a pool may hold.
+void SetLargestLeafForTesting(LargestLeaf limits);
 
 inline constexpr uint16_t kEntryValid = 0x8000;
 

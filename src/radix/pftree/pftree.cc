@@ -16,11 +16,11 @@ namespace {
 
 // Leaf arrays are rebuilt as one leaf while their live entries stay below these, else split
 // (hysteresis: a nearly full rebuilt leaf would be rebuilt again after a few appends).
-constexpr size_t kRebuildMaxEntries = kMaxEntries * 3 / 4;
-constexpr size_t kRebuildMaxBytes = kMaxLeafData * 3 / 4;
+size_t RebuildMaxEntries() { return Largest().entries * 3 / 4; }
+size_t RebuildMaxBytes() { return Largest().data() * 3 / 4; }
 // A split makes as many leaf arrays as it takes for each to hold at most half a largest one.
-constexpr size_t kSplitEntries = kMaxEntries / 2;
-constexpr size_t kSplitBytes = kMaxLeafData / 2;
+size_t SplitEntries() { return Largest().entries / 2; }
+size_t SplitBytes() { return Largest().data() / 2; }
 
 }  // namespace
 
@@ -139,7 +139,7 @@ Status PFTree::lookup(std::string_view key, std::string* value) {
 
 Status PFTree::Write(std::string_view key, std::string_view value, Op op) {
   if (op != Op::kRemove && reserve_.load(std::memory_order_relaxed) == 0 && root() != nullptr) {
-    Result<uint64_t> block = alloc_->allocate(kMaxLeafBlock);
+    Result<uint64_t> block = alloc_->allocate(Largest().block);
     uint64_t none = 0;
     if (block.ok() && !reserve_.compare_exchange_strong(none, *block)) alloc_->free(*block);
   }
@@ -328,8 +328,8 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
   // so updates, which only add dead versions, do not grow the tree.
   const size_t live_bytes = ItemsBytes(items, 0, items.size());
   const bool compact = aux->used >= live_bytes + leaf->capacity / 8 &&
-                       live_bytes + leaf->capacity / 8 <= kMaxLeafData &&
-                       items.size() + kMaxEntries / 8 <= kMaxEntries;
+                       live_bytes + leaf->capacity / 8 <= Largest().data() &&
+                       items.size() + Largest().entries / 8 <= Largest().entries;
   const bool fits = compact || FitsOneLeaf(items.size(), live_bytes);
   if (shared && !(fits && parent->type == static_cast<uint8_t>(NodeType::kNode48))) {
     // A shared leaf that must split (or whose Node256 run must move to a new leaf): its run
@@ -517,10 +517,10 @@ PFTree::Attempt PFTree::SplitPrefix(InnerHeader* parent, uint8_t parent_byte, In
 }
 
 bool PFTree::FitsOneLeaf(const std::vector<LeafItem>& items, size_t b, size_t e) {
-  return e - b == 1 || (e - b <= kRebuildMaxEntries && ItemsBytes(items, b, e) <= kRebuildMaxBytes);
+  return FitsOneLeaf(e - b, ItemsBytes(items, b, e));
 }
 bool PFTree::FitsOneLeaf(size_t entries, size_t bytes) {
-  return entries == 1 || (entries <= kRebuildMaxEntries && bytes <= kRebuildMaxBytes);
+  return entries == 1 || (entries <= RebuildMaxEntries() && bytes <= RebuildMaxBytes());
 }
 
 Result<uint64_t> PFTree::BuildLeaf(const std::vector<LeafItem>& items, size_t b, size_t e,
@@ -535,7 +535,7 @@ Result<uint64_t> PFTree::BuildLeaf(const std::vector<LeafItem>& items, size_t b,
     // A full pool: the tightest block that holds the items (a rebuild after removals then
     // fits in the space they freed), without the room for appends.
     off = alloc_->allocate(std::max(bytes + kLeafHeaderSize, kMinLeafBlock));
-    if (off.ok()) block = std::min(alloc_->block_size(*off), kMaxLeafBlock);
+    if (off.ok()) block = std::min(alloc_->block_size(*off), Largest().block);
   }
   if (!off.ok()) return off.status();
   allocated->push_back(*off);
@@ -567,8 +567,9 @@ Status PFTree::BuildRuns(std::vector<LeafItem>& items, size_t b, size_t e, uint1
     bool big;
   };
   const size_t total = ItemsBytes(items, b, e);
-  const size_t parts = std::max<size_t>(
-      {1, (total + kSplitBytes - 1) / kSplitBytes, (e - b + kSplitEntries - 1) / kSplitEntries});
+  const size_t by_bytes = (total + SplitBytes() - 1) / SplitBytes();
+  const size_t by_entries = (e - b + SplitEntries() - 1) / SplitEntries();
+  const size_t parts = std::max<size_t>({1, by_bytes, by_entries});
   const size_t target = std::max<size_t>(1, total / parts);
   std::vector<Run> runs;
   size_t cur_b = b, cur_bytes = 0, done = 0, next_cut = target;

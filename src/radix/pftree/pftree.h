@@ -236,7 +236,7 @@ class PFTree final : public Index, private pm::Reclaimer {
   // teardown frees exactly these instead; once recovery succeeds the tree owns them.
   std::vector<LeafAux*> recovery_aux_;
   void FreeRecoveryAux();
-  // A free kMaxLeafBlock block set aside while the pool has room (0: none), released to the
+  // A free largest (Largest().block) block set aside while the pool has room (0: none), released to the
   // allocator when a write meets OutOfSpace, so a full pool can still rebuild a leaf array
   // whose removed entries make room. Never linked: a crash leaves it to the allocator rebuild.
   std::atomic<uint64_t> reserve_{0};
