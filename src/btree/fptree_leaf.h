@@ -150,8 +150,8 @@ struct FPTreeLayout {
 
   static size_t LiveCount(const Leaf* l) { return __builtin_popcountll(Load(l->bitmap)); }
 
-  [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key,
-                                                 uint64_t value) {
+  [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
+                                                 uint64_t key, uint64_t value) {
     if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     uint64_t bitmap = l->bitmap;
     const int i = Slot(l, bitmap, key);
