@@ -126,8 +126,8 @@ struct FPTreeLayout {
   // The bitmap and fingerprint lines; the one KV line a match needs is known only after the
   // probe.
   static void Prefetch(const Leaf* l) {
-    __builtin_prefetch(&l->bitmap);
-    __builtin_prefetch(l->fp);
+    PrefetchLine(&l->bitmap);
+    PrefetchLine(l->fp);
   }
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {

@@ -343,7 +343,7 @@ inline typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
-    __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
+    PrefetchLine(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
     const uint64_t lv = LoadAcquire(leaf->version);
     if (lv & VersionLock::kObsolete) continue;
@@ -359,7 +359,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t*
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
-    __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
+    PrefetchLine(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
     if (!VersionLock::ReadBegin(&leaf->version, kGen, v, kReadersWait)) continue;
     if (!InnerTree::validate(parent, pv)) continue;
