@@ -126,8 +126,8 @@ struct FPTreeLayout {
   // The bitmap and fingerprint lines; the one KV line a match needs is known only after the
   // probe.
   static void Prefetch(const Leaf* l) {
-    __builtin_prefetch(&l->bitmap);
-    __builtin_prefetch(l->fp);
+    PrefetchLine(&l->bitmap);
+    PrefetchLine(l->fp);
   }
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
@@ -150,7 +150,8 @@ struct FPTreeLayout {
 
   static size_t LiveCount(const Leaf* l) { return __builtin_popcountll(Load(l->bitmap)); }
 
-  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
+  [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
+                                                 uint64_t key, uint64_t value) {
     if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     uint64_t bitmap = l->bitmap;
     const int i = Slot(l, bitmap, key);

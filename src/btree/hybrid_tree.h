@@ -142,15 +142,15 @@ class HybridTree final : public Index {
   }
 
   Status insert(std::string_view key, std::string_view value) override {
-    return write(Op::kInsert, key, value);
+    return write<Op::kInsert>(key, value);
   }
   Status update(std::string_view key, std::string_view value) override {
-    return write(Op::kUpdate, key, value);
+    return write<Op::kUpdate>(key, value);
   }
   Status upsert(std::string_view key, std::string_view value) override {
-    return write(Op::kUpsert, key, value);
+    return write<Op::kUpsert>(key, value);
   }
-  Status remove(std::string_view key) override { return write(Op::kRemove, key, {}); }
+  Status remove(std::string_view key) override { return write<Op::kRemove>(key, {}); }
 
   Status lookup(std::string_view key, std::string* value) override {
     if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
@@ -222,12 +222,17 @@ class HybridTree final : public Index {
     StoreRelease(l->prev, reinterpret_cast<uint64_t>(p));
   }
 
-  Status write(Op op, std::string_view key, std::string_view value);
-  Status write_locked(Op op, uint64_t k, uint64_t v);
+  // The write path is one frame below the public calls (write inlines write_locked, locate,
+  // the descent and the layout's Write): every call's return address and saved registers
+  // are stores, which after a persist wait in the store queue behind its sfence
+  // (pm/persist.h, flush_in).
+  template <Op op>
+  Status write(std::string_view key, std::string_view value);
+  [[gnu::always_inline]] Status write_locked(Op op, uint64_t k, uint64_t v);
   bool find(uint64_t k, uint64_t* v);
   size_t scan_from(uint64_t cursor, size_t max_count, ScanCallback& fn);
   // The leaf covering k, not obsolete when returned (writers lock it next).
-  Leaf* locate(uint64_t k);
+  [[gnu::always_inline]] Leaf* locate(uint64_t k);
   // The leaf covering k with a reader's version snapshot; nullptr for an empty tree.
   Leaf* locate_for_read(uint64_t k, uint64_t* v);
   Status create_first_leaf();
@@ -268,7 +273,8 @@ class HybridTree final : public Index {
 // ---------------------------------------------------------------------------------------
 
 template <typename Layout>
-Status HybridTree<Layout>::write(Op op, std::string_view key, std::string_view value) {
+template <Op op>
+Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
   if (key.size() != 8) return Status::InvalidArgument("key must be 8 bytes");
   if (op != Op::kRemove && value.size() != 8) {
     return Status::InvalidArgument("value must be 8 bytes");
@@ -295,7 +301,7 @@ Status HybridTree<Layout>::write(Op op, std::string_view key, std::string_view v
 }
 
 template <typename Layout>
-Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
+inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
   for (uint32_t attempt = 0;; ++attempt) {
     if (attempt > 8) {
       for (uint32_t i = 0; i < std::min<uint32_t>(attempt, 64); ++i) CpuRelax();
@@ -331,13 +337,13 @@ Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
 }
 
 template <typename Layout>
-typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
+inline typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
   for (;;) {
     InnerTree::Node* parent;
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
-    __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
+    PrefetchLine(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
     const uint64_t lv = LoadAcquire(leaf->version);
     if (lv & VersionLock::kObsolete) continue;
@@ -353,7 +359,7 @@ typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t*
     uint64_t pv;
     auto* leaf = static_cast<Leaf*>(inner_.find_leaf(k, &parent, &pv));
     if (leaf == nullptr) return nullptr;
-    __builtin_prefetch(leaf);  // line 0 (version) first: the demand load below waits for it
+    PrefetchLine(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
     if (!VersionLock::ReadBegin(&leaf->version, kGen, v, kReadersWait)) continue;
     if (!InnerTree::validate(parent, pv)) continue;

@@ -19,6 +19,7 @@
 #define PMINDEX_BTREE_INNER_TREE_H_
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -54,7 +55,9 @@ class InnerTree {
   // The leaf covering `key` (nullptr for an empty tree) with the level-1 node it came from and
   // that node's version: the caller reads the leaf's version, then calls validate(parent, pv)
   // (so a split that finished before its leaf read is noticed).
-  void* find_leaf(uint64_t key, Node** parent, uint64_t* parent_version) const;
+  // Inline (header): the writers' path keeps one frame (hybrid_tree.h, write).
+  [[gnu::always_inline]] void* find_leaf(uint64_t key, Node** parent,
+                                         uint64_t* parent_version) const;
   static bool validate(const Node* n, uint64_t v) {
     return VersionLock::ReadValidate(&n->version, v);
   }
@@ -93,6 +96,61 @@ class InnerTree {
   mutable std::mutex nodes_mu_;  // guards nodes_ (node creation is rare)
   std::vector<Node*> nodes_;
 };
+
+namespace inner_detail {
+
+// Index of the child covering `key`: the number of keys <= key.
+inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  uint32_t count = n->count.load(kRelaxed);
+  if (count > InnerTree::kMaxKeys) count = InnerTree::kMaxKeys;  // torn read; validated later
+  // Fetch every key line at once: the binary search then waits for one miss, not seven.
+  const char* keys = reinterpret_cast<const char*>(n->keys);
+  for (uint32_t off = 48; off < count * 8; off += 64) __builtin_prefetch(keys + off);  // line 1..
+  if (count == 0) return 0;
+  uint32_t base = 0;
+  while (count > 1) {  // branch-free: the key lines are in flight already
+    const uint32_t half = count / 2;
+    base = n->keys[base + half].load(kRelaxed) <= key ? base + half : base;
+    count -= half;
+  }
+  return base + (n->keys[base].load(kRelaxed) <= key);
+}
+
+// A stable (unlocked) version. Inner nodes are never marked obsolete.
+inline uint64_t StableVersion(const InnerTree::Node* n) {
+  uint64_t v = 0;
+  const bool live = VersionLock::ReadBegin(&n->version, kGen, &v);
+  assert(live);
+  (void)live;
+  return v;
+}
+
+}  // namespace inner_detail
+
+inline void* InnerTree::find_leaf(uint64_t key, Node** parent, uint64_t* parent_version) const {
+  using inner_detail::ChildIndex;
+  using inner_detail::StableVersion;
+restart:
+  Node* node = root_.load(std::memory_order_acquire);
+  if (node == nullptr) return nullptr;
+  uint64_t v = StableVersion(node);
+  if (node != root_.load(std::memory_order_acquire)) goto restart;  // root split meanwhile
+  for (;;) {
+    void* child = node->children[ChildIndex(node, key)].load(std::memory_order_acquire);
+    if (!validate(node, v)) goto restart;
+    if (node->level == 1) {
+      *parent = node;
+      *parent_version = v;
+      return child;
+    }
+    Node* next = static_cast<Node*>(child);
+    const uint64_t nv = StableVersion(next);
+    if (!validate(node, v)) goto restart;  // next may have split before we read nv
+    node = next;
+    v = nv;
+  }
+}
 
 }  // namespace pmindex::btree
 

@@ -141,7 +141,8 @@ struct NVTreeLayout {
 
   static size_t LiveCount(const Leaf* l) { return l->live; }
 
-  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
+  [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
+                                                 uint64_t key, uint64_t value) {
     if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     const int i = Newest(l, key);
     const bool present = i >= 0 && !(l->tombstones >> i & 1);

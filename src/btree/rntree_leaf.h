@@ -282,7 +282,8 @@ struct RNTreeLayout {
     return -1;
   }
 
-  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
+  [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
+                                                 uint64_t key, uint64_t value) {
     // Optimistic search first: a conditional write bound to fail consumes no log entry, and
     // if no slot change happened by the time we hold the lock, its result still stands.
     uint64_t stamp;

@@ -139,7 +139,8 @@ struct WBTreeLayout {
     pc.persist(&l->bitmap, 8);
   }
 
-  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
+  [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
+                                                 uint64_t key, uint64_t value) {
     if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     const size_t count = l->slots[0];
     const size_t p = LowerBound(l, key);

@@ -110,7 +110,8 @@ struct WBTreeSOLayout {
 
   static size_t LiveCount(const Leaf* l) { return Count(l->slots); }
 
-  static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op, uint64_t key, uint64_t value) {
+  [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
+                                                 uint64_t key, uint64_t value) {
     if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
     const uint64_t w = l->slots;
     const size_t n = Count(w);

@@ -102,7 +102,7 @@ class Allocator final : private Reclaimer {
 
   // Epoch-based reclamation for blocks concurrent readers may hold (pm/epoch.h).
   Epoch& epoch() { return epoch_; }
-  Epoch::Guard epoch_guard() { return Epoch::Guard(epoch_); }
+  [[gnu::always_inline]] Epoch::Guard epoch_guard() { return Epoch::Guard(epoch_); }
   // Frees `offset` once no guard open now remains open.
   void retire(uint64_t offset) { epoch_.Retire(this, offset, nullptr); }
   // Frees every retired item whose grace period has passed (Retire does it every batch).

@@ -1,8 +1,47 @@
 #include "pm/epoch.h"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace pmindex::pm {
+namespace detail {
+namespace {
+
+long Membarrier(int cmd) { return ::syscall(SYS_membarrier, cmd, 0, 0); }
+
+bool RegisterAsymmetric() {
+#ifdef PMINDEX_TSAN
+  return false;
+#else
+  const long cmds = Membarrier(MEMBARRIER_CMD_QUERY);
+  if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+  return Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+#endif
+}
+
+// A full fence executed by every running thread of the process before this returns (the
+// heavy side of the guards' asymmetric announcement).
+void HeavyFence() {
+  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+  // Not registered (a forked child may not inherit the registration): register and retry,
+  // else the global command, which needs none (slower, as correct).
+  if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+      Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    return;
+  }
+  if (Membarrier(MEMBARRIER_CMD_GLOBAL) == 0) return;
+  __builtin_trap();  // guards announced without a fence and none can be had: never reclaim
+}
+
+}  // namespace
+
+const bool g_asymmetric_announce = RegisterAsymmetric();
+
+}  // namespace detail
 
 uint64_t Epoch::MinAnnounced() const {
+  if (detail::g_asymmetric_announce) detail::HeavyFence();
   uint64_t min = UINT64_MAX;
   slots_.for_each([&](const Slot& s) {
     const uint64_t a = s.announced.load(std::memory_order_seq_cst);

@@ -16,6 +16,17 @@
 //
 // Guards nest: an inner guard of a thread that already announced does nothing.
 //
+// The announcement's fence is asymmetric where the kernel offers membarrier(2) with
+// MEMBARRIER_CMD_PRIVATE_EXPEDITED (registered once per process at load time): the guard
+// announces with a plain store and a compiler barrier, and the reclaiming side, before it
+// reads the announcements, makes every running thread of the process execute a full fence
+// (HeavyFence). Either that fence orders a guard's announcement before the read, or the
+// guard's re-read of the counter comes after it and sees the advance: the same two outcomes
+// as with a seq_cst store, whose locked instruction would otherwise wait, on every operation,
+// for the write-backs of the thread's previous persists (doc/performance.md, "FPTree in
+// adr"). Without membarrier (and under TSan, which does not model it) the guard keeps the
+// seq_cst store.
+//
 // Thread safety: all functions are thread-safe. Drain(owner) requires that no thread holds a
 // guard while it may touch `owner`'s items (index close). Destroying the Epoch drops items
 // that were never reclaimed: owners with DRAM to free drain before.
@@ -39,6 +50,11 @@ class Reclaimer {
   virtual void Reclaim(uint64_t offset, void* aux) = 0;
 };
 
+namespace detail {
+// True when this process registered for expedited membarrier (set once, at load time).
+extern const bool g_asymmetric_announce;
+}  // namespace detail
+
 class Epoch {
   struct Slot;
 
@@ -50,7 +66,7 @@ class Epoch {
   class Guard {
    public:
     // Inline: every operation of a concurrent index opens one.
-    explicit Guard(Epoch& epoch) {
+    [[gnu::always_inline]] explicit Guard(Epoch& epoch) {
       std::atomic<uint64_t>& mine = epoch.slots_.local().announced;
       if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
       announced_ = &mine;
@@ -58,13 +74,21 @@ class Epoch {
       // announce again. One seq_cst store and one load when it did not.
       uint64_t e = epoch.global_.load(std::memory_order_relaxed);
       for (;;) {
-        mine.store(e, std::memory_order_seq_cst);
+#ifndef PMINDEX_TSAN
+        if (detail::g_asymmetric_announce) [[likely]] {
+          mine.store(e, std::memory_order_relaxed);  // HeavyFence orders it for the reader
+          std::atomic_signal_fence(std::memory_order_seq_cst);
+        } else
+#endif
+        {
+          mine.store(e, std::memory_order_seq_cst);
+        }
         const uint64_t now = epoch.global_.load(std::memory_order_seq_cst);
         if (now == e) break;
         e = now;
       }
     }
-    ~Guard() {
+    [[gnu::always_inline]] ~Guard() {
       if (announced_ != nullptr) announced_->store(0, std::memory_order_release);
     }
     Guard(const Guard&) = delete;
@@ -100,6 +124,7 @@ class Epoch {
     uint64_t stamp;  // the global epoch when retired; reclaimable once every guard is later
   };
 
+  // The smallest announced epoch (0 slots ignored); fences every running thread first.
   uint64_t MinAnnounced() const;
   // Moves the items with stamp < min out of retired_ into `ready` (retire_mu_ held).
   void TakeReady(uint64_t min, std::vector<Item>* ready);

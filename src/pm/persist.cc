@@ -19,14 +19,12 @@ FlushInstruction detect_flush_instruction() {
   return FlushInstruction::kClflush;
 }
 
-// The one process-wide fact of the seam: what the CPU offers.
-const FlushInstruction g_flush_insn = detect_flush_instruction();
 
 PersistCounters read_slot(const ThreadSlot& s) {
   PersistCounters c;
   c.persist_calls = s.persist_calls.load(std::memory_order_relaxed);
   c.flushes = s.flushes.load(std::memory_order_relaxed);
-  c.fences = s.fences.load(std::memory_order_relaxed);
+  c.fences = c.persist_calls + s.bare_fences.load(std::memory_order_relaxed);
   c.media_writes = s.media.media_writes();
   c.media_rmw = s.media.media_rmw();
   return c;
@@ -39,23 +37,8 @@ uintptr_t page_size() {
 
 }  // namespace
 
-void flush_lines(uintptr_t first, size_t lines) {
-  char* p = reinterpret_cast<char*>(first);
-  switch (g_flush_insn) {
-    case FlushInstruction::kClwb:
-      for (size_t i = 0; i < lines; ++i, p += kCacheLine)
-        asm volatile("clwb %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
-      break;
-    case FlushInstruction::kClflushopt:
-      for (size_t i = 0; i < lines; ++i, p += kCacheLine)
-        asm volatile("clflushopt %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
-      break;
-    case FlushInstruction::kClflush:
-      for (size_t i = 0; i < lines; ++i, p += kCacheLine)
-        asm volatile("clflush %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
-      break;
-  }
-}
+// The one process-wide fact of the seam: what the CPU offers.
+const FlushInstruction g_flush_insn = detect_flush_instruction();
 
 // Writes the pages the thread flushed since its last fence back to the file and waits for
 // the device: what makes a store durable on a page-granularity mapping (libpmem2's persist
@@ -121,9 +104,8 @@ void PersistContext::flush_slow(detail::ThreadSlot* s, uintptr_t first, size_t l
   if (hook_ != nullptr) hook_->on_flush(first, lines);
   if (model_media_) s->media.add_lines(first, lines);
   switch (flush_kind_) {
-    case FlushKind::kLines:
+    case FlushKind::kLines:  // written-back lines = flushes for this kind (executed())
       detail::flush_lines(first, lines);
-      detail::bump(s->lines_written_back, lines);
       break;
     case FlushKind::kLinesAbove256:
       if (n > kAdaptiveThreshold) {
@@ -158,11 +140,25 @@ PersistCounters PersistContext::counters() const {
   return sum;
 }
 
+// The flush kind and sfence_ are fixed for the context's life: kLines writes back every
+// flushed line (fast and slow path alike), kNone none, the others count in flush_slow; every
+// fence executes an sfence exactly when sfence_.
 PersistContext::Executed PersistContext::executed() const {
   Executed sum;
   slots_.for_each([&](const detail::ThreadSlot& s) {
-    sum.lines_written_back += s.lines_written_back.load(std::memory_order_relaxed);
-    sum.sfences += s.sfences.load(std::memory_order_relaxed);
+    const PersistCounters c = detail::read_slot(s);
+    switch (flush_kind_) {
+      case FlushKind::kLines:
+        sum.lines_written_back += c.flushes;
+        break;
+      case FlushKind::kNone:
+        break;
+      case FlushKind::kLinesAbove256:
+      case FlushKind::kMsync:
+        sum.lines_written_back += s.lines_written_back.load(std::memory_order_relaxed);
+        break;
+    }
+    if (sfence_) sum.sfences += c.fences;
   });
   return sum;
 }

@@ -71,14 +71,18 @@ namespace detail {
 
 // One thread's counters in one context. Written only by the owning thread (relaxed atomics
 // so that summing threads is race-free), read by counters().
+//
+// A persist bumps two counters (persist_calls, flushes), a bare fence one (bare_fences):
+// fences = persist_calls + bare_fences. What the mode executed is derived from the counters
+// and the context's fixed flush kind (PersistContext::executed), except where the slow path
+// decides per call (adaptive, msync: lines_written_back). Every store here is one more entry
+// in the CPU's store queue behind the last sfence (see PersistContext).
 struct alignas(64) ThreadSlot {
   std::atomic<uint64_t> persist_calls{0};
   std::atomic<uint64_t> flushes{0};
-  std::atomic<uint64_t> fences{0};
-  // What the mode made the CPU do: lines written back (clwb/clflushopt/clflush or msync)
-  // and sfences executed.
+  std::atomic<uint64_t> bare_fences{0};  // fence() calls; persist's fences are persist_calls
+  // Lines written back by the adaptive and msync flush kinds (the others are derived).
   std::atomic<uint64_t> lines_written_back{0};
-  std::atomic<uint64_t> sfences{0};
   uint64_t pending_latency_ns = 0;
   // msync mode: the byte range flushed since the last fence, written back at the fence.
   uintptr_t msync_lo = UINTPTR_MAX;
@@ -86,12 +90,29 @@ struct alignas(64) ThreadSlot {
   XPLineModel media;
 };
 
-inline void bump(std::atomic<uint64_t>& c, uint64_t n) {
+[[gnu::always_inline]] inline void bump(std::atomic<uint64_t>& c, uint64_t n) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+// Which flush instruction this CPU has (detected once, at load time).
+extern const FlushInstruction g_flush_insn;
+
 // The bare instructions, uncounted: the contexts and persist_bench's baseline use them.
-void flush_lines(uintptr_t first, size_t lines);
+// Inline: a call would add its return address (and spills) to the stores queued behind the
+// last sfence.
+[[gnu::always_inline]] inline void flush_lines(uintptr_t first, size_t lines) {
+  char* p = reinterpret_cast<char*>(first);
+  if (g_flush_insn == FlushInstruction::kClwb) [[likely]] {
+    for (size_t i = 0; i < lines; ++i, p += kCacheLine)
+      asm volatile("clwb %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
+  } else if (g_flush_insn == FlushInstruction::kClflushopt) {
+    for (size_t i = 0; i < lines; ++i, p += kCacheLine)
+      asm volatile("clflushopt %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
+  } else {
+    for (size_t i = 0; i < lines; ++i, p += kCacheLine)
+      asm volatile("clflush %0" : "+m"(*reinterpret_cast<volatile char*>(p)));
+  }
+}
 inline void sfence() { asm volatile("sfence" ::: "memory"); }
 void msync_range(ThreadSlot* slot);
 void pay_latency(ThreadSlot* slot);
@@ -109,12 +130,16 @@ class PersistContext {
     flush_in(&slots_.local(), p, n);
   }
 
-  void fence() { fence_in(&slots_.local()); }
-
-  // One thread-slot lookup for the flush and the fence together.
-  void persist(const void* p, size_t n) {
+  void fence() {
     detail::ThreadSlot* s = &slots_.local();
-    detail::bump(s->persist_calls, 1);
+    detail::bump(s->bare_fences, 1);
+    fence_in(s);
+  }
+
+  // One thread-slot lookup for the flush and the fence together; two counter stores.
+  [[gnu::always_inline]] void persist(const void* p, size_t n) {
+    detail::ThreadSlot* s = &slots_.local();
+    detail::bump(s->persist_calls, 1);  // also its fence: fences = persist_calls + bare_fences
     if (n != 0) flush_in(s, p, n);
     fence_in(s);
   }
@@ -154,7 +179,14 @@ class PersistContext {
  private:
   // Counting and the mode's write-back inline; hooks, the media model, injected latency,
   // msync and adaptive flushing (any of them makes the context kSlow) out of line.
-  void flush_in(detail::ThreadSlot* s, const void* p, size_t n) {
+  //
+  // Why the fast path is inline and stores little: on a CPU where a store after an sfence
+  // waits in the store queue until the flushes before the fence complete, an operation whose
+  // persists are followed by fewer stores than the queue holds runs on while its write-backs
+  // drain (the next operation's descent overlaps them); one with more stalls until they
+  // finished (doc/performance.md, "FPTree in adr"). Calls (return addresses, spilled
+  // registers) and counter bumps are such stores.
+  [[gnu::always_inline]] void flush_in(detail::ThreadSlot* s, const void* p, size_t n) {
     const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
     const uintptr_t last =
         (reinterpret_cast<uintptr_t>(p) + n - 1) & ~uintptr_t{kCacheLine - 1};
@@ -162,7 +194,6 @@ class PersistContext {
     detail::bump(s->flushes, lines);
     if (path_ == FlushPath::kLines) [[likely]] {
       detail::flush_lines(first, lines);
-      detail::bump(s->lines_written_back, lines);
     } else if (path_ == FlushPath::kSlow) {
       flush_slow(s, first, lines, n);
     }
@@ -171,8 +202,8 @@ class PersistContext {
   // Which flush_in path the settings select (recomputed when a hook or the model changes).
   void choose_path();
 
-  void fence_in(detail::ThreadSlot* s) {
-    detail::bump(s->fences, 1);
+  // (The caller counted the fence.)
+  [[gnu::always_inline]] void fence_in(detail::ThreadSlot* s) {
     if (hook_ != nullptr) [[unlikely]]
       hook_->on_fence();
     if (sfence_) {
@@ -181,7 +212,6 @@ class PersistContext {
       if (s->msync_hi != 0) [[unlikely]]
         detail::msync_range(s);
       detail::sfence();
-      detail::bump(s->sfences, 1);
     } else {
       std::atomic_signal_fence(std::memory_order_seq_cst);
     }

@@ -62,7 +62,7 @@ class PerThread {
   }
 
   // The calling thread's entry, made (value-initialized) on first use.
-  T& local() {
+  [[gnu::always_inline]] T& local() {
     const uint32_t id = ThisThreadId();
     if (id < kFirstSegment) [[likely]] {
       if (T* p = first_[id].load(std::memory_order_acquire)) [[likely]]
@@ -114,7 +114,8 @@ class PerThread {
     return &seg[index];
   }
 
-  T& make(uint32_t id) {
+  // Out of line and cold: inlined, it made every local() caller save registers.
+  [[gnu::noinline, gnu::cold]] T& make(uint32_t id) {
     std::atomic<T*>* cell = cell_of(id, /*grow=*/true);
     T* p = cell->load(std::memory_order_acquire);
     if (p == nullptr) {

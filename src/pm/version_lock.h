@@ -101,7 +101,7 @@ class VersionLock {
     return true;
   }
   // Releases the lock. With bump, optimistic readers that began before fail validation.
-  static void Unlock(uint64_t* word, uint32_t gen, bool bump = true) {
+  [[gnu::always_inline]] static void Unlock(uint64_t* word, uint32_t gen, bool bump = true) {
     const uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
     __atomic_store_n(word, (uint64_t{gen} << 32) | ((bump ? w + kStep : w) & kVersionMask),
                      __ATOMIC_RELEASE);
