@@ -86,8 +86,8 @@ void SetLargestLeafForTesting(LargestLeaf limits) {
 LeafAux* NewAux(uint32_t capacity, uint32_t entries) {
   // Room for typical entries (16 bytes and up) and at least twice the entries it starts
   // with, so a rebuilt leaf is not full of slots at once; tiny entries rebuild earlier.
-  // (A leaf larger than this build writes, from an older pool, may hold up to kMaxEntries.)
-  const uint32_t bound = capacity > Largest().data() ? kMaxEntries : Largest().entries;
+  // (A leaf of an older pool may hold more than this build writes, up to kMaxEntries.)
+  const uint32_t bound = entries > Largest().entries ? kMaxEntries : Largest().entries;
   uint32_t max = std::min<uint32_t>(bound, std::max(capacity / 16, 2 * entries + 8));
   size_t head = (sizeof(LeafAux) + 15) & ~size_t{15};
   size_t fp_bytes = (max + 16 + 15) & ~size_t{15};

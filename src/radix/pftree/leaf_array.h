@@ -1,7 +1,7 @@
 // PFtree leaf arrays: key-value pairs stored inline behind a 2-byte entry header, with the
 // auxiliary metadata (positions, fingerprints, sorted order) kept only in DRAM.
 //
-// Block layout (one allocation, 512 B .. 4 KiB; the data area fills the rest):
+// Block layout (one allocation, 512 B .. 8 KiB; the data area fills the rest):
 //   line 0:  0 lock      8  VersionLock word (generation | version | obsolete | locked)
 //            8 type      1  NodeType::kLeafArray
 //            9 reserved  1
@@ -62,13 +62,14 @@ inline constexpr uint32_t kMaxEntries = 512;
 inline constexpr size_t kLeafHeaderSize = 64;
 inline constexpr size_t kMinLeafBlock = 512;
 inline constexpr size_t kMaxLeafBlock = 8192;
-// What this build writes: a largest leaf array is one 4 KiB page (blocks of that class are
-// carved from 256 KiB-aligned chunks), so a lookup's header and entry lines share one page
-// translation and a probe scans at most ~250 fingerprints. A larger leaf of an older pool is
-// split or rebuilt within these limits when it next fills.
+// What this build writes: at most 256 entries (a probe scans at most ~250 fingerprints) in
+// blocks of up to 8 KiB. (4 KiB blocks, one page each, made lookups faster still, but a full
+// pool then could not reuse the space of removed keys: space_reuse_test re-inserted 127 of
+// 36,000.) A larger leaf of an older pool is split or rebuilt within these limits when it
+// next fills.
 struct LargestLeaf {
   uint32_t entries = 256;
-  size_t block = 4096;
+  size_t block = 8192;
   size_t data() const { return block - kLeafHeaderSize; }
 };
 // The limits new leaf arrays are written with.

@@ -9,7 +9,7 @@
 // pool root). A leaf array under slot b of node N holds keys continuing with b, or, when a
 // Node48/Node256 shares it among a run of bytes [lo, hi] (inner_node.h), keys continuing
 // with any byte of the run. When its data area is full it is rebuilt from its live entries:
-// into one new leaf array (compaction or growth up to 4 KiB) if they fit, otherwise split
+// into one new leaf array (compaction or growth up to 8 KiB and 256 entries) if they fit, otherwise split
 // at the next distinguishing key byte into runs of bytes that each fill about half a
 // largest leaf array (a byte too large for one leaf array gets a subtree). The new part is
 // built and persisted off to the side and published by one 8-byte store: into the parent
