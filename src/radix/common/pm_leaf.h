@@ -102,8 +102,8 @@ static_assert(offsetof(PmLeaf, value_word) == 8);
 
 // The two ways a lock-free lookup holds its key (PersistentRadixTree::Find): any key as
 // bytes, and the common 8-byte key as one register, whose units are a shift and a mask
-// each and whose leaf compare is one 8-byte compare. Same answers; the second runs about
-// half the instructions per level.
+// each (no byte load, no per-unit shift count from the unit's parity) and whose leaf
+// compare is one 8-byte compare. Same answers.
 template <int kBits>
 struct ByteKey {
   std::string_view s;
