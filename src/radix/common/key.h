@@ -52,6 +52,10 @@ struct KeySpan<8> {
   static constexpr unsigned kFanout = 256;
   static constexpr size_t units(size_t bytes) { return bytes; }
   static uint8_t unit(const uint8_t* key, size_t i) { return key[i]; }
+  // Unit i of an 8-byte key held as one big-endian word (i < 8).
+  static uint8_t unit64(uint64_t be, uint32_t i) {
+    return static_cast<uint8_t>(be >> (56 - 8 * i));
+  }
 };
 
 template <>
@@ -61,6 +65,10 @@ struct KeySpan<4> {
   // High nibble first, so unit order is byte order.
   static uint8_t unit(const uint8_t* key, size_t i) {
     return (key[i >> 1] >> ((~i & 1) << 2)) & 0xF;
+  }
+  // Unit i of an 8-byte key held as one big-endian word (i < 16): one shift and one mask.
+  static uint8_t unit64(uint64_t be, uint32_t i) {
+    return static_cast<uint8_t>((be >> (60 - 4 * i)) & 0xF);
   }
 };
 

@@ -169,6 +169,16 @@ class PersistentRadixTree final : public Index {
     return RepairHeader(w, depth, word);
   }
   PrefixHeader RepairHeader(uint64_t w, uint32_t depth, uint64_t word);
+  // RepairHeader for the lookup loop, kept out of it: the header word it must use.
+  [[gnu::cold, gnu::noinline]] uint64_t RepairHeaderWord(uint64_t w, uint32_t depth,
+                                                         uint64_t word) {
+    return RepairHeader(w, depth, word).Encode();
+  }
+  // The lock-free lookup walk for a key held as ByteKey or WordKey (pm_leaf.h), under the
+  // caller's epoch guard; mem is Pool::base().
+  // Inlined into lookup: as a call it cost some 25 instructions of saves and restores.
+  template <typename Key>
+  [[gnu::always_inline]] Status Find(const char* mem, const Key& key, std::string* value);
   // Any leaf below the node (the end leaf or one below some child); nullptr if none.
   const PmLeaf* AnyLeaf(uint64_t w) const;
 
@@ -182,6 +192,7 @@ class PersistentRadixTree final : public Index {
   }
 
   std::unique_ptr<Pool> pool_;
+  uint64_t root_offset_;  // of RootSlot in the mapping: lookups skip the call to find it
   IndexTraits traits_;
   RwLock mu_;  // writer-preferring; writers, scans and whole-tree walks (not lookups)
   std::atomic<uint64_t> repairs_{0};

@@ -70,6 +70,13 @@ struct PmLeaf {
     }
     return std::memcmp(k.data(), key_ptr(), key_len) == 0;
   }
+  // KeyEquals for an 8-byte key whose bytes, as stored, are `raw`: one 8-byte compare.
+  bool KeyEquals8(uint64_t raw) const {
+    if (key_len != 8) return false;
+    uint64_t b;
+    std::memcpy(&b, key_ptr(), 8);
+    return b == raw;
+  }
 
   // Fills a block of at least SizeFor(key.size(), value.size()) bytes (not persisted).
   static PmLeaf* Init(void* block, std::string_view key, std::string_view value) {
@@ -92,6 +99,32 @@ struct PmLeaf {
 static_assert(sizeof(PmLeaf) == 16);
 static_assert(offsetof(PmLeaf, value_len) == 2);
 static_assert(offsetof(PmLeaf, value_word) == 8);
+
+// The two ways a lock-free lookup holds its key (PersistentRadixTree::Find): any key as
+// bytes, and the common 8-byte key as one register, whose units are a shift and a mask
+// each (no byte load, no per-unit shift count from the unit's parity) and whose leaf
+// compare is one 8-byte compare. Same answers.
+template <int kBits>
+struct ByteKey {
+  std::string_view s;
+  uint32_t units() const { return static_cast<uint32_t>(KeySpan<kBits>::units(s.size())); }
+  uint8_t unit(uint32_t i) const { return KeySpan<kBits>::unit(Bytes(s), i); }
+  bool Matches(const PmLeaf& l) const { return l.KeyEquals(s); }
+};
+template <int kBits>
+struct WordKey {
+  uint64_t raw;  // the 8 key bytes as stored (leaf compare)
+  uint64_t be;   // the same bytes as a big-endian number (units)
+  static WordKey Of(std::string_view s) {
+    WordKey k;
+    std::memcpy(&k.raw, s.data(), 8);
+    k.be = __builtin_bswap64(k.raw);
+    return k;
+  }
+  static constexpr uint32_t units() { return KeySpan<kBits>::units(8); }
+  uint8_t unit(uint32_t i) const { return KeySpan<kBits>::unit64(be, i); }
+  bool Matches(const PmLeaf& l) const { return l.KeyEquals8(raw); }
+};
 
 }  // namespace pmindex::radix
 

@@ -45,6 +45,9 @@ struct PrefixHeader {
   static uint32_t PosOf(uint64_t w) {
     return static_cast<uint32_t>((w & 0xFFF) + ((w >> 12) & 0xFFF));
   }
+  // Depth and prefix length as one number: equal to the depth the node is reached at iff
+  // the header is not stale and the prefix is empty (positions are < 4096).
+  static uint32_t DepthAndLenOf(uint64_t w) { return static_cast<uint32_t>(w & 0xFFFFFF); }
   unsigned stored() const { return std::min<uint32_t>(prefix_len, kStoredPrefix); }
 
   static PrefixHeader Decode(uint64_t w) {
