@@ -95,38 +95,46 @@ TEST(PFTreeCrashTest, SplitRunsCatchUnpersistedCopy) {
   ExpectCaught(o, "the unpersisted copy");
 }
 
-// Updates of 8-byte values in place (and the aligned appends that make them possible), at
-// every fence; the in-place store must be persisted before the update returns.
-TEST(PFTreeCrashTest, UpdateInPlaceRecovers) {
+// Scenarios run at every fence, each with the mutant of its one new persist:
+// - updates of 8-byte values in place (and the aligned appends that make them possible): the
+//   in-place store must be persisted before the update returns;
+// - children added in place to Node4/16 (and the copies when they are full): the slot must be
+//   durable before the count covers it.
+struct InPlaceScenario {
+  const char* scenario;
+  const char* mutant;
+  const char* what;  // the bug the mutant plants, for the failure message
+};
+
+class PFTreeInPlaceTest : public ::testing::TestWithParam<InPlaceScenario> {};
+
+TEST_P(PFTreeInPlaceTest, Recovers) {
   auto o = Base(0, 0);
-  o.scenario = "pftree-update-in-place";
+  o.scenario = GetParam().scenario;
   o.torn = true;
   ExpectRecovers(o);
 }
 
-TEST(PFTreeCrashTest, UpdateInPlaceCatchesUnpersistedStore) {
+TEST_P(PFTreeInPlaceTest, CatchesItsMutant) {
   PMINDEX_REQUIRE_MUTANTS();
   auto o = Base(0, 0);
-  o.scenario = "pftree-update-in-place";
-  o.mutant = "pftree.skip_inplace_update_persist";
-  ExpectCaught(o, "the unpersisted in-place update");
+  o.scenario = GetParam().scenario;
+  o.mutant = GetParam().mutant;
+  ExpectCaught(o, GetParam().what);
 }
 
-// Children added in place to Node4/16 (and the copies when they are full), at every fence.
-TEST(PFTreeCrashTest, NodeInsertInPlaceRecovers) {
-  auto o = Base(0, 0);
-  o.scenario = "pftree-node-insert-in-place";
-  o.torn = true;
-  ExpectRecovers(o);
-}
-
-TEST(PFTreeCrashTest, NodeInsertInPlaceCatchesUnpersistedSlot) {
-  PMINDEX_REQUIRE_MUTANTS();
-  auto o = Base(0, 0);
-  o.scenario = "pftree-node-insert-in-place";
-  o.mutant = "pftree.skip_node_slot_persist";
-  ExpectCaught(o, "the unpersisted Node4/16 slot");
-}
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, PFTreeInPlaceTest,
+    ::testing::Values(InPlaceScenario{"pftree-update-in-place", "pftree.skip_inplace_update_persist",
+                                      "the unpersisted in-place update"},
+                      InPlaceScenario{"pftree-node-insert-in-place", "pftree.skip_node_slot_persist",
+                                      "the unpersisted Node4/16 slot"}),
+    [](const auto& info) {
+      std::string n = info.param.scenario;
+      n = n.substr(n.find('-') + 1);
+      for (char& c : n) c = c == '-' ? '_' : c;
+      return n;
+    });
 
 TEST(PFTreeCrashTest, KillCyclesFourThreads) {
   auto o = Base(100000, 0);
