@@ -106,7 +106,7 @@ inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
   if (count > InnerTree::kMaxKeys) count = InnerTree::kMaxKeys;  // torn read; validated later
   // Fetch every key line at once: the binary search then waits for one miss, not seven.
   const char* keys = reinterpret_cast<const char*>(n->keys);
-  for (uint32_t off = 48; off < count * 8; off += 64) __builtin_prefetch(keys + off);  // line 1..
+  for (uint32_t off = 48; off < count * 8; off += 64) PrefetchLine(keys + off);  // line 1..
   if (count == 0) return 0;
   uint32_t base = 0;
   while (count > 1) {  // branch-free: the key lines are in flight already

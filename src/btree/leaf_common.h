@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "pm/prefetch.h"
 #include "pm/version_lock.h"
 
 namespace pmindex::btree {
@@ -67,18 +68,8 @@ inline void StoreRelease(T& x, T v) {
 
 inline void CpuRelax() { _mm_pause(); }
 
-// Requests the cache line holding p. A volatile asm, not __builtin_prefetch: with the write
-// path inlined into one function (hybrid_tree.h, write), GCC 12 emitted none of the layouts'
-// leaf prefetches (measured: wbtree's eadr insert 320 -> 452 ns).
-inline void PrefetchLine(const void* p) {
-  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
-}
-
-// Requests the cache lines of bytes [from, to) of the object at p, all at once.
-inline void PrefetchLines(const void* p, size_t from, size_t to) {
-  for (size_t off = from; off < to; off += 64) PrefetchLine(static_cast<const char*>(p) + off);
-}
-
+using pm::PrefetchLine;
+using pm::PrefetchLines;
 using pm::VersionLock;
 // Leaf and inner-node words are reset by recovery (or live in DRAM).
 inline constexpr uint32_t kGen = VersionLock::kResetGeneration;

@@ -2,6 +2,7 @@
 #include <mutex>
 #include <string>
 
+#include "pm/prefetch.h"
 #include "radix/art/art.h"
 #include "radix/common/key.h"
 
@@ -44,10 +45,10 @@ bool ScanFlush(State& st) {
 
 void ScanPrefetch(Ref r) {
   const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
-  __builtin_prefetch(p);
+  pm::PrefetchLine(p);
   if (!IsLeaf(r)) {  // header, end and the first keys and children
-    __builtin_prefetch(p + 64);
-    __builtin_prefetch(p + 128);
+    pm::PrefetchLine(p + 64);
+    pm::PrefetchLine(p + 128);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pm/alloc.h"
+#include "pm/prefetch.h"
 #include "radix/common/persistent_radix_tree.h"
 
 namespace pmindex::radix {
@@ -47,10 +48,10 @@ bool PersistentRadixTree<Ops>::ScanFlush(ScanState& st) {
 template <typename Ops>
 void PersistentRadixTree<Ops>::ScanPrefetch(uint64_t w) const {
   const char* p = pool_->at<char>(ChildOffset(w));
-  __builtin_prefetch(p);
+  pm::PrefetchLine(p);
   if (!IsLeafChild(w)) {  // header, end and the first children
-    __builtin_prefetch(p + 64);
-    __builtin_prefetch(p + 128);
+    pm::PrefetchLine(p + 64);
+    pm::PrefetchLine(p + 128);
   }
 }
 

@@ -49,6 +49,7 @@
 
 #include "pm/epoch.h"
 #include "pm/persist.h"
+#include "pm/prefetch.h"
 #include "pmindex/status.h"
 
 namespace pmindex::pftree {
@@ -182,12 +183,12 @@ uint8_t Fingerprint(std::string_view key);
 // is read per match).
 inline void PrefetchLeaf(const LeafHeader* l) {
   for (size_t off = 0; off < kMinLeafBlock; off += 64) {
-    __builtin_prefetch(reinterpret_cast<const char*>(l) + off);
+    pm::PrefetchLine(reinterpret_cast<const char*>(l) + off);
   }
 }
 inline void PrefetchAux(const LeafAux* aux) {
   for (size_t off = 0; off < 640; off += 64) {
-    __builtin_prefetch(reinterpret_cast<const char*>(aux) + off);
+    pm::PrefetchLine(reinterpret_cast<const char*>(aux) + off);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "pm/persist.h"
+#include "pm/prefetch.h"
 #include "radix/pftree/pftree.h"
 #include "radix/pftree/version_lock.h"
 
@@ -57,10 +58,10 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     const uint32_t first = bounded ? LowerBound(leaf, aux, order, n, cursor) : 0;
     const uint32_t want = static_cast<uint32_t>(std::min<size_t>(n - first, limit - out->size()));
     for (uint32_t i = first; i < std::min(n, first + kAhead) && i < first + want; ++i) {
-      __builtin_prefetch(LeafData(leaf) + aux->pos[order[i]]);
+      pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i]]);
     }
     for (uint32_t i = first; i < n && out->size() < limit; ++i) {  // copy no more than needed
-      if (i + kAhead < n) __builtin_prefetch(LeafData(leaf) + aux->pos[order[i + kAhead]]);
+      if (i + kAhead < n) pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i + kAhead]]);
       uint32_t epos = aux->pos[order[i]];
       uint16_t h = LoadEntryHeader(leaf, epos);
       if (!(h & kEntryValid)) continue;
@@ -125,12 +126,12 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     if (!IsLeafRef(ref)) return;
     auto* leaf = at<LeafHeader>(ref);
     const char* aux = reinterpret_cast<const char*>(leaf->aux);
-    for (int line = 0; line < 3; ++line) __builtin_prefetch(aux + 64 * line);
+    for (int line = 0; line < 3; ++line) pm::PrefetchLine(aux + 64 * line);
     const size_t data_end = std::min<size_t>(leaf->capacity, 7 * 64);
-    for (size_t off = 0; off < data_end; off += 64) __builtin_prefetch(LeafData(leaf) + off);
+    for (size_t off = 0; off < data_end; off += 64) pm::PrefetchLine(LeafData(leaf) + off);
   };
   ForEachChildFrom(node, start, [&](uint8_t b, uint64_t child) {
-    __builtin_prefetch(base_ + RefOffset(child));
+    pm::PrefetchLine(base_ + RefOffset(child));
     if (queued == kLag) {
       if (!visit(queue[0])) return false;
       std::copy(queue + 1, queue + kLag, queue);
