@@ -1,10 +1,11 @@
 // Software prefetch that the compiler keeps.
 //
-// __builtin_prefetch has no side effects as far as GCC is concerned, so a loop whose body
-// only prefetches (prefetch the lines of a block, prefetch the children of a node) is an
-// empty loop and is deleted, and with a whole path inlined GCC 12 also dropped single
-// prefetches (measured: wbtree's eadr insert 320 -> 452 ns without its leaf prefetch; every
-// radix scan prefetch was absent from the binary). A volatile asm is never deleted.
+// GCC treats __builtin_prefetch as free of side effects, so a pass whose only work is
+// prefetching can vanish: the radix scans' prefetch pass over a node's children (a loop that
+// only prefetched and counted) was deleted whole, and with the B+tree write path inlined
+// into one function GCC 12 dropped the leaf prefetches (measured: wbtree's eadr insert
+// 320 -> 452 ns without them). A volatile asm is never deleted; the library prefetches only
+// through these two functions.
 #ifndef PMINDEX_PM_PREFETCH_H_
 #define PMINDEX_PM_PREFETCH_H_
 

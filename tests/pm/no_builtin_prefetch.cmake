@@ -1,6 +1,6 @@
-# Fails if a source file outside pm/prefetch.h calls __builtin_prefetch: GCC deletes loops
-# whose bodies only prefetch, and may drop single prefetches on inlined paths, so the
-# library prefetches through pm::PrefetchLine (a volatile asm) only.
+# Fails if a source file outside pm/prefetch.h calls __builtin_prefetch: GCC may delete a
+# pass that only prefetches, or drop prefetches on inlined paths, so the library prefetches
+# through pm::PrefetchLine (a volatile asm) only.
 file(GLOB_RECURSE sources "${SRC}/*.h" "${SRC}/*.cc")
 set(offenders "")
 foreach(f IN LISTS sources)
