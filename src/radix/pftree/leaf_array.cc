@@ -330,6 +330,13 @@ std::string_view KeyAt(LeafHeader* l, const LeafAux* aux, uint32_t i) {
   return EntryKey(l, pos, LoadEntryHeader(l, pos));
 }
 
+// The key's first 8 bytes (zero-padded) as a big-endian word.
+uint64_t KeyWord(std::string_view key) {
+  uint64_t w = 0;
+  std::memcpy(&w, key.data(), std::min<size_t>(key.size(), 8));
+  return __builtin_bswap64(w);
+}
+
 // Frees orders that scans replaced once no reader can hold them (they are DRAM only).
 class OrderReclaimer final : public pm::Reclaimer {
  public:
@@ -359,21 +366,46 @@ const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& ep
     } else if (m == *n) {
       return base;
     }
-    // Merge the sorted appended entries [m, n) into the base order.
+    // Merge the sorted appended entries [m, n) into the base order. The appended ones are
+    // sorted by their first 8 bytes as one big-endian word (zero-padded), loaded once per
+    // entry; only equal words compare the whole keys. A word order that differs is the byte
+    // order: the first differing byte is real in both keys, or the shorter key ends there
+    // and is a prefix of the longer.
     const uint32_t total = *n, k = total - m;
-    uint16_t tail[kMaxEntries];
-    for (uint32_t i = 0; i < k; ++i) tail[i] = static_cast<uint16_t>(m + i);
-    std::sort(tail, tail + k, less);
+    struct Keyed {
+      uint64_t word;
+      uint16_t idx;
+    };
+    Keyed tail[kMaxEntries];
+    for (uint32_t i = 0; i < k; ++i) tail[i] = {KeyWord(KeyAt(l, aux, m + i)), uint16_t(m + i)};
+    std::sort(tail, tail + k, [&](const Keyed& a, const Keyed& b) {
+      return a.word != b.word ? a.word < b.word : less(a.idx, b.idx);
+    });
     size_t bytes = sizeof(LeafOrder) + 2 * size_t{total};
     auto* built = new (::operator new(bytes)) LeafOrder{total, static_cast<uint32_t>(bytes)};
     uint16_t* out = built->idx();
     const uint16_t* b = base;
     const uint16_t* const bend = base + m;
-    for (uint32_t i = 0; i < k; ++i) {
-      const uint16_t* p = std::upper_bound(b, bend, tail[i], less);
-      out = std::copy(b, p, out);
-      b = p;
-      *out++ = tail[i];
+    if (size_t{k} * 8 < m) {  // a few appends: find each one's place by binary search
+      for (uint32_t i = 0; i < k; ++i) {
+        const uint16_t* p = std::upper_bound(b, bend, tail[i].idx, less);
+        out = std::copy(b, p, out);
+        b = p;
+        *out++ = tail[i].idx;
+      }
+    } else {  // many: one linear merge, an appended entry after equal ones of the base
+      uint32_t i = 0;
+      while (b != bend && i < k) {
+        const std::string_view bk = KeyAt(l, aux, *b);
+        const uint64_t bw = KeyWord(bk);
+        // Every appended entry below the base entry goes first.
+        while (i < k && (tail[i].word != bw ? tail[i].word < bw
+                                            : KeyLess(KeyAt(l, aux, tail[i].idx), bk))) {
+          *out++ = tail[i++].idx;
+        }
+        *out++ = *b++;
+      }
+      for (; i < k; ++i) *out++ = tail[i].idx;
     }
     std::copy(b, bend, out);
     if (aux->order.compare_exchange_strong(cached, built, std::memory_order_acq_rel,

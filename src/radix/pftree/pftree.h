@@ -149,38 +149,39 @@ class PFTree final : public Index, private pm::Reclaimer {
   // Scan: up to `limit` live pairs after `cursor` (>= if inclusive) in key order, from
   // consecutive leaf arrays in one descent (fewer if a concurrent change cut the batch
   // short). False if there is none.
-  // A scan batch: the pairs' bytes back to back in one buffer that only grows (no allocation
-  // per pair, no string bookkeeping per append).
+  // A scan batch: the pairs' bytes back to back in one buffer, and a (position, sizes) array
+  // beside it. Both start inline (a scan of 100 pairs of 8-byte keys and values fits, so a
+  // scan allocates nothing) and only grow; add is inline and bounds-checks once.
   class ScanBatch {
    public:
-    size_t size() const { return pairs_.size(); }
-    bool empty() const { return pairs_.empty(); }
-    void reserve(size_t pairs) { pairs_.reserve(pairs); }
+    ScanBatch() = default;
+    ScanBatch(const ScanBatch&) = delete;
+    ScanBatch& operator=(const ScanBatch&) = delete;
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
     void clear() {
       used_ = 0;
-      pairs_.clear();
+      n_ = 0;
     }
-    void add(std::string_view key, std::string_view value) {
+    [[gnu::always_inline]] void add(std::string_view key, std::string_view value) {
       const size_t need = used_ + key.size() + value.size();
-      if (need > cap_) [[unlikely]]
+      if (need > cap_ || n_ == pair_cap_) [[unlikely]]
         grow(need);
-      char* p = bytes_.get() + used_;
+      char* p = bytes_ + used_;
       Copy(p, key);
       Copy(p + key.size(), value);
-      pairs_.push_back({static_cast<uint32_t>(used_), static_cast<uint16_t>(key.size()),
-                        static_cast<uint16_t>(value.size())});
+      pairs_[n_++] = {static_cast<uint32_t>(used_), static_cast<uint16_t>(key.size()),
+                      static_cast<uint16_t>(value.size())};
       used_ = need;
     }
     void truncate(size_t n) {  // keeps the first n pairs
-      if (n >= pairs_.size()) return;
+      if (n >= n_) return;
       used_ = pairs_[n].offset;
-      pairs_.resize(n);
+      n_ = n;
     }
-    std::string_view key(size_t i) const {
-      return {bytes_.get() + pairs_[i].offset, pairs_[i].key_size};
-    }
+    std::string_view key(size_t i) const { return {bytes_ + pairs_[i].offset, pairs_[i].key_size}; }
     std::string_view value(size_t i) const {
-      return {bytes_.get() + pairs_[i].offset + pairs_[i].key_size, pairs_[i].value_size};
+      return {bytes_ + pairs_[i].offset + pairs_[i].key_size, pairs_[i].value_size};
     }
 
    private:
@@ -189,6 +190,8 @@ class PFTree final : public Index, private pm::Reclaimer {
       uint16_t key_size;
       uint16_t value_size;
     };
+    static constexpr size_t kInlineBytes = 2048;
+    static constexpr size_t kInlinePairs = 128;
     // 8-byte keys and values (integer keys, the common values) inline, not a memcpy call.
     static void Copy(char* to, std::string_view from) {
       if (from.size() == 8) {
@@ -199,17 +202,33 @@ class PFTree final : public Index, private pm::Reclaimer {
         std::memcpy(to, from.data(), from.size());
       }
     }
-    void grow(size_t need) {
-      const size_t cap = std::max(need, 2 * cap_ + 1024);
-      std::unique_ptr<char[]> bigger(new char[cap]);
-      if (used_ != 0) std::memcpy(bigger.get(), bytes_.get(), used_);
-      bytes_ = std::move(bigger);
-      cap_ = cap;
+    [[gnu::noinline]] void grow(size_t need) {
+      if (need > cap_) {
+        const size_t cap = std::max(need, 2 * cap_);
+        std::unique_ptr<char[]> bigger(new char[cap]);
+        std::memcpy(bigger.get(), bytes_, used_);
+        heap_bytes_ = std::move(bigger);
+        bytes_ = heap_bytes_.get();
+        cap_ = cap;
+      }
+      if (n_ == pair_cap_) {
+        std::unique_ptr<Pair[]> bigger(new Pair[2 * pair_cap_]);
+        std::copy(pairs_, pairs_ + n_, bigger.get());
+        heap_pairs_ = std::move(bigger);
+        pairs_ = heap_pairs_.get();
+        pair_cap_ *= 2;
+      }
     }
-    std::unique_ptr<char[]> bytes_;
+    char inline_bytes_[kInlineBytes];
+    Pair inline_pairs_[kInlinePairs];
+    char* bytes_ = inline_bytes_;
+    Pair* pairs_ = inline_pairs_;
     size_t used_ = 0;
-    size_t cap_ = 0;
-    std::vector<Pair> pairs_;
+    size_t cap_ = kInlineBytes;
+    size_t n_ = 0;
+    size_t pair_cap_ = kInlinePairs;
+    std::unique_ptr<char[]> heap_bytes_;
+    std::unique_ptr<Pair[]> heap_pairs_;
   };
   bool NextBatch(std::string_view cursor, bool inclusive, size_t limit, ScanBatch* out);
   int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive, size_t limit,

@@ -166,7 +166,6 @@ size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   bool inclusive = true;
   size_t count = 0;
   ScanBatch batch;
-  batch.reserve(std::min<size_t>(max_count, 1024));
   while (count < max_count && NextBatch(cursor, inclusive, max_count - count, &batch)) {
     for (size_t i = 0; i < batch.size(); ++i) {
       if (count >= max_count) return count;
