@@ -211,9 +211,16 @@ struct RNTreeLayout {
     pc.flush(l->log, n * sizeof(Entry));                           // caller fences
   }
 
-  // Slot lines and the log lines the binary search probes, requested together.
+  // Slot lines and the log lines the binary search probes, requested together (the
+  // transient line only for RNTree+DS, whose writers update it; RNTree never touches it).
   static void Prefetch(const Leaf* l) {
-    PrefetchLines(l, 64, offsetof(Leaf, log) + kCapacity * sizeof(Entry));
+    constexpr size_t kEnd = offsetof(Leaf, log) + kCapacity * sizeof(Entry);
+    if constexpr (kDual) {
+      PrefetchLines(l, offsetof(Leaf, line), kEnd);
+    } else {
+      PrefetchLines(l, offsetof(Leaf, line), offsetof(Leaf, transient));
+      PrefetchLines(l, offsetof(Leaf, log), kEnd);
+    }
   }
 
   // Position of `key` among the first n of line v and whether it is there.
