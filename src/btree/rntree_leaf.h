@@ -258,13 +258,7 @@ struct RNTreeLayout {
   // Under the leaf lock (or quiescent).
   static size_t LiveCount(const Leaf* l) { return l->line[l->cur & 1].count; }
 
-  // The new slot line, built in registers from the truth `base` (leaf locked): the slot at
-  // position p set to log entry e (kSet), a slot inserted there (kInsert) or removed
-  // (kRemove); count m; seq one past base's; slots from position m on zero; its CRC. The
-  // same bytes as building it in a stack copy (zero, copy, memmove, CRC of the copy), without
-  // that copy's stores or the memmove call: four unaligned loads of base (shifted one byte
-  // for an insert or removal: the byte beside the line is read, never used), byte masks from
-  // the ramp tables, and the CRC over the words in registers.
+  // How the new slot line differs from the truth (CommitSlots).
   enum class Edit : uint8_t { kSet, kInsert, kRemove };
   // kRamp[j] = 0xff for j < 64: 16 bytes loaded at kRamp + 64 - q + 16k give, for byte i of
   // the line's k-th quarter, 0xff iff 16k + i < q. kOne: 0xff only at j == 64, so iff == q.
