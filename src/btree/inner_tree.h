@@ -105,8 +105,12 @@ inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
   uint32_t count = n->count.load(kRelaxed);
   if (count > InnerTree::kMaxKeys) count = InnerTree::kMaxKeys;  // torn read; validated later
   // Fetch every key line at once: the binary search then waits for one miss, not seven.
-  const char* keys = reinterpret_cast<const char*>(n->keys);
-  for (uint32_t off = 48; off < count * 8; off += 64) PrefetchLine(keys + off);  // line 1..
+  // All of them, whatever the count: 15 prefetch instructions, where a loop bounded by the
+  // count cost three instructions per line (about 125 per descent).
+  const char* node = reinterpret_cast<const char*>(n);
+  constexpr size_t kKeysEnd = offsetof(InnerTree::Node, keys) + sizeof(n->keys);
+#pragma GCC unroll 16
+  for (size_t off = 64; off < kKeysEnd; off += 64) PrefetchLine(node + off);  // lines 1..15
   if (count == 0) return 0;
   uint32_t base = 0;
   while (count > 1) {  // branch-free: the key lines are in flight already

@@ -15,7 +15,7 @@
 //            off  8  low_key    u64  persistent  lower bound of the key range (immutable)
 //            off 16  version    u64  volatile    lock / version word (leaf_common.h)
 //            off 24  nlogs      u32  volatile    log entries claimed (CAS, outside the lock)
-//            off 28  plogs      u32  volatile    committed writes since the leaf was built
+//            off 28  spare      u32  volatile    0 (unused)
 //            off 32  prev       u64  volatile    DRAM pointer to the left neighbour (hint)
 //            off 40  cur        u32  volatile    which slot line is the truth (0/1)
 //            off 44  ds_seq     u32  volatile    seqlock of the transient slot line (DS)
@@ -55,7 +55,11 @@
 #ifndef PMINDEX_BTREE_RNTREE_LEAF_H_
 #define PMINDEX_BTREE_RNTREE_LEAF_H_
 
+#include <nmmintrin.h>
+#include <smmintrin.h>
+
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -86,7 +90,7 @@ struct RNTreeLeaf {
   uint64_t low_key;
   uint64_t version;
   uint32_t nlogs;
-  uint32_t plogs;
+  uint32_t spare;
   uint64_t prev;
   uint32_t cur;
   uint32_t ds_seq;
@@ -118,11 +122,6 @@ struct RNTreeLayout {
   static constexpr bool kConcurrent = true;
   static constexpr bool kReadersWaitForWriters = !kDual;
 
-  static void Publish(RNSlotLine* dst, const RNSlotLine& src) {
-    const uint64_t* s = reinterpret_cast<const uint64_t*>(&src);
-    uint64_t* d = reinterpret_cast<uint64_t*>(dst);
-    for (int i = 0; i < 8; ++i) Store(d[i], s[i]);
-  }
   static uint32_t Crc(const RNSlotLine& l) {
     return pm::crc32c(reinterpret_cast<const char*>(&l) + 4, 60);
   }
@@ -192,7 +191,7 @@ struct RNTreeLayout {
     l->low_key = low_key;
     l->version = 0;
     l->nlogs = static_cast<uint32_t>(n);
-    l->plogs = 0;
+    l->spare = 0;
     l->prev = 0;
     l->cur = 0;
     l->ds_seq = 0;
@@ -212,9 +211,16 @@ struct RNTreeLayout {
     pc.flush(l->log, n * sizeof(Entry));                           // caller fences
   }
 
-  // Slot lines and the log lines the binary search probes, requested together.
+  // Slot lines and the log lines the binary search probes, requested together (the
+  // transient line only for RNTree+DS, whose writers update it; RNTree never touches it).
   static void Prefetch(const Leaf* l) {
-    PrefetchLines(l, 64, offsetof(Leaf, log) + kCapacity * sizeof(Entry));
+    constexpr size_t kEnd = offsetof(Leaf, log) + kCapacity * sizeof(Entry);
+    if constexpr (kDual) {
+      PrefetchLines(l, offsetof(Leaf, line), kEnd);
+    } else {
+      PrefetchLines(l, offsetof(Leaf, line), offsetof(Leaf, transient));
+      PrefetchLines(l, offsetof(Leaf, log), kEnd);
+    }
   }
 
   // Position of `key` among the first n of line v and whether it is there.
@@ -252,22 +258,102 @@ struct RNTreeLayout {
   // Under the leaf lock (or quiescent).
   static size_t LiveCount(const Leaf* l) { return l->line[l->cur & 1].count; }
 
-  // Writes `s` (count and slots set) as the new truth; leaf locked. 1 persistent instruction.
-  static void CommitSlots(pm::PersistContext& pc, Leaf* l, RNSlotLine& s) {
-    const uint32_t c = l->cur;
-    const uint32_t target = pm::mutant("rntree.single_slot_line") ? c : 1 - c;
-    s.seq = static_cast<uint8_t>(l->line[c].seq + 1);
-    s.crc = Crc(s);
-    Publish(&l->line[target], s);
+  // How the new slot line differs from the truth (CommitSlots).
+  enum class Edit : uint8_t { kSet, kInsert, kRemove };
+  // kRamp[j] = 0xff for j < 64: 16 bytes loaded at kRamp + 64 - q + 16k give, for byte i of
+  // the line's k-th quarter, 0xff iff 16k + i < q. kOne: 0xff only at j == 64, so iff == q.
+  static constexpr auto kRamp = [] {
+    std::array<uint8_t, 128> a{};
+    for (size_t j = 0; j < 64; ++j) a[j] = 0xff;
+    return a;
+  }();
+  static constexpr auto kOne = [] {
+    std::array<uint8_t, 128> a{};
+    a[64] = 0xff;
+    return a;
+  }();
+  [[gnu::always_inline]] static __m128i Load16(const void* p) {
+    return _mm_loadu_si128(static_cast<const __m128i*>(p));
+  }
+  // Quarter k (bytes 16k..16k+15) of the new line (see CommitSlots), CRC and header aside.
+  [[gnu::always_inline]] static __m128i Quarter(const char* b, Edit edit, size_t q, __m128i ev,
+                                                size_t end, int k) {
+    const __m128i old = Load16(b + 16 * k);
+    __m128i v = old;
+    if (edit != Edit::kSet) {  // bytes from q on come from their neighbour
+      const __m128i moved = Load16(b + (edit == Edit::kInsert ? -1 : 1) + 16 * k);
+      v = _mm_blendv_epi8(moved, old, Load16(kRamp.data() + 64 - q + 16 * k));
+    }
+    if (edit != Edit::kRemove) v = _mm_blendv_epi8(v, ev, Load16(kOne.data() + 64 - q + 16 * k));
+    return _mm_and_si128(v, Load16(kRamp.data() + 64 - end + 16 * k));  // unused slots 0
+  }
+
+  // Writes the new truth, built in registers from the truth `base`, and persists it; leaf
+  // locked. 1 persistent instruction. The new line: the slot at position p set to log entry
+  // e (kSet), a slot inserted there (kInsert) or removed (kRemove); count m; seq one past
+  // base's; the slots from position m on zero; its CRC. The same bytes as building it in a
+  // stack copy (zero, copy, memmove, CRC of the copy, copy out), without that copy's stores
+  // and the memmove call: unaligned loads of base (shifted one byte for an insert or
+  // removal: the byte beside the line is read, never used), byte masks from the tables
+  // above, the CRC over the words in registers, then 8 stores.
+  [[gnu::always_inline]] static void CommitSlots(pm::PersistContext& pc, Leaf* l,
+                                                 const RNSlotLine* base, Edit edit, size_t p,
+                                                 int e, size_t m) {
+    const char* b = reinterpret_cast<const char*>(base);
+    const size_t q = offsetof(RNSlotLine, slot) + p;  // byte of slot p
+    const size_t end = offsetof(RNSlotLine, slot) + m;
+    const __m128i ev = _mm_set1_epi8(static_cast<char>(e));
+    const __m128i v0 = Quarter(b, edit, q, ev, end, 0);
+    const __m128i v1 = Quarter(b, edit, q, ev, end, 1);
+    const __m128i v2 = Quarter(b, edit, q, ev, end, 2);
+    const __m128i v3 = Quarter(b, edit, q, ev, end, 3);
+    const uint64_t w1 = static_cast<uint64_t>(_mm_extract_epi64(v0, 1));
+    const uint64_t w2 = static_cast<uint64_t>(_mm_cvtsi128_si64(v1));
+    const uint64_t w3 = static_cast<uint64_t>(_mm_extract_epi64(v1, 1));
+    const uint64_t w4 = static_cast<uint64_t>(_mm_cvtsi128_si64(v2));
+    const uint64_t w5 = static_cast<uint64_t>(_mm_extract_epi64(v2, 1));
+    const uint64_t w6 = static_cast<uint64_t>(_mm_cvtsi128_si64(v3));
+    const uint64_t w7 = static_cast<uint64_t>(_mm_extract_epi64(v3, 1));
+    // Bytes 4..7: seq, count, slots 0 and 1 (these two as built); then the CRC of 4..63.
+    const uint64_t seq = static_cast<uint8_t>(base->seq + 1);
+    const uint32_t hi = static_cast<uint32_t>(
+        (static_cast<uint64_t>(_mm_cvtsi128_si64(v0)) >> 48 << 16) |
+        uint64_t{static_cast<uint8_t>(m)} << 8 | seq);
+    uint64_t c = _mm_crc32_u32(~0u, hi);
+    c = _mm_crc32_u64(c, w1);
+    c = _mm_crc32_u64(c, w2);
+    c = _mm_crc32_u64(c, w3);
+    c = _mm_crc32_u64(c, w4);
+    c = _mm_crc32_u64(c, w5);
+    c = _mm_crc32_u64(c, w6);
+    c = _mm_crc32_u64(c, w7);
+    const uint64_t w0 = uint64_t{hi} << 32 | static_cast<uint32_t>(~c);
+
+    const uint32_t cur = l->cur;
+    const uint32_t target = pm::mutant("rntree.single_slot_line") ? cur : 1 - cur;
+    StoreLine(&l->line[target], w0, w1, w2, w3, w4, w5, w6, w7);
     pc.persist(&l->line[target], sizeof(RNSlotLine));  // commit (see the crash argument)
     Store(l->cur, target);
-    Store(l->plogs, l->plogs + 1);
     if constexpr (kDual) {  // readers see it only now that it is durable
-      const uint32_t seq = Load(l->ds_seq);  // atomic: validating readers RMW it (TSan)
-      pm::WriterBegin(&l->ds_seq, seq + 1);
-      Publish(&l->transient, s);
-      StoreRelease(l->ds_seq, seq + 2);
+      const uint32_t s = Load(l->ds_seq);  // atomic: validating readers RMW it (TSan)
+      pm::WriterBegin(&l->ds_seq, s + 1);
+      StoreLine(&l->transient, w0, w1, w2, w3, w4, w5, w6, w7);
+      StoreRelease(l->ds_seq, s + 2);
     }
+  }
+  // Eight relaxed 8-byte stores (optimistic readers may read the line meanwhile).
+  [[gnu::always_inline]] static void StoreLine(RNSlotLine* line, uint64_t w0, uint64_t w1,
+                                               uint64_t w2, uint64_t w3, uint64_t w4,
+                                               uint64_t w5, uint64_t w6, uint64_t w7) {
+    uint64_t* d = reinterpret_cast<uint64_t*>(line);
+    Store(d[0], w0);
+    Store(d[1], w1);
+    Store(d[2], w2);
+    Store(d[3], w3);
+    Store(d[4], w4);
+    Store(d[5], w5);
+    Store(d[6], w6);
+    Store(d[7], w7);
   }
 
   // Lock-free claim of a log entry; -1 if the log is full.
@@ -315,7 +401,7 @@ struct RNTreeLayout {
     }
     // The leaf may have been replaced while we persisted: then log[e] is in a dead leaf and
     // the operation restarts from the root.
-    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
+    if (!VersionLock::LockInline(&l->version, kGen)) return {Outcome::kRetry};
     const RNSlotLine* base = &l->line[l->cur];  // the truth; the stamp says if we searched it
     if (LockedStamp(l) != stamp) {  // slots changed since the search: search again
       present = Search(l, *base, base->count, key, &p);
@@ -326,22 +412,9 @@ struct RNTreeLayout {
       }
     }
     const size_t n = base->count;
-    RNSlotLine s{};
-    std::memcpy(s.slot, base->slot, n);
-    size_t m = n;
-    if (op == Op::kRemove) {
-      std::memmove(s.slot + p, s.slot + p + 1, n - p - 1);
-      --m;
-      s.slot[m] = 0;  // unused slots stay zero
-    } else if (present) {
-      s.slot[p] = static_cast<uint8_t>(e);
-    } else {
-      std::memmove(s.slot + p + 1, s.slot + p, n - p);
-      s.slot[p] = static_cast<uint8_t>(e);
-      ++m;
-    }
-    s.count = static_cast<uint8_t>(m);
-    CommitSlots(pc, l, s);
+    const Edit edit = op == Op::kRemove ? Edit::kRemove : present ? Edit::kSet : Edit::kInsert;
+    const size_t m = op == Op::kRemove ? n - 1 : present ? n : n + 1;
+    CommitSlots(pc, l, base, edit, p, e, m);
     VersionLock::Unlock(&l->version, kGen, !kDual);
     return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
@@ -353,7 +426,7 @@ struct RNTreeLayout {
     if (v0 && v1 && static_cast<uint8_t>(l->line[1].seq - l->line[0].seq) == 1) c = 1;
     l->cur = c;
     l->prev = 0;
-    l->plogs = 0;
+    l->spare = 0;
     l->ds_seq = 0;
     l->transient = l->line[c];
     uint32_t nlogs = 0;

@@ -18,8 +18,10 @@ inline void PrefetchLine(const void* p) {
   asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
 }
 
-// Requests the cache lines of bytes [from, to) of the object at p, all at once.
-inline void PrefetchLines(const void* p, size_t from, size_t to) {
+// Requests the cache lines of bytes [from, to) of the object at p, all at once. Unrolled:
+// with constant bounds it is one instruction per line.
+[[gnu::always_inline]] inline void PrefetchLines(const void* p, size_t from, size_t to) {
+#pragma GCC unroll 64
   for (size_t off = from; off < to; off += 64) PrefetchLine(static_cast<const char*>(p) + off);
 }
 
