@@ -40,6 +40,12 @@ namespace {
 bool EntryMatches(LeafHeader* l, uint32_t pos, std::string_view key) {
   uint16_t h = LoadEntryHeader(l, pos);
   if (!(h & kEntryValid) || EntryKeyLen(h) != key.size()) return false;
+  if (key.size() == 8) {  // integer keys: one word compare, not a memcmp call
+    uint64_t a, b;
+    std::memcpy(&a, LeafData(l) + pos + 2, 8);
+    std::memcpy(&b, key.data(), 8);
+    return a == b;
+  }
   return std::memcmp(LeafData(l) + pos + 2, key.data(), key.size()) == 0;
 }
 

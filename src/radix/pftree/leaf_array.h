@@ -51,6 +51,7 @@
 #include "pm/persist.h"
 #include "pm/prefetch.h"
 #include "pmindex/status.h"
+#include "radix/common/key.h"
 
 namespace pmindex::pftree {
 
@@ -165,11 +166,11 @@ inline uint64_t* InPlaceValue(LeafHeader* l, uint32_t pos, uint16_t h) {
 inline void CopyEntryValue(LeafHeader* l, uint32_t pos, uint16_t h, std::string* out) {
   if (uint64_t* w = InPlaceValue(l, pos, h)) {
     const uint64_t v = std::atomic_ref<uint64_t>(*w).load(std::memory_order_relaxed);
-    out->assign(reinterpret_cast<const char*>(&v), 8);
+    radix::CopyValue(&v, 8, out);
     return;
   }
   std::string_view v = EntryValue(l, pos, h);
-  out->assign(v.data(), v.size());
+  radix::CopyValue(v.data(), v.size(), out);
 }
 
 uint8_t Fingerprint(std::string_view key);
