@@ -182,16 +182,8 @@ uint8_t Fingerprint(std::string_view key);
 // the struct in the same allocation: ten lines cover the struct, the fingerprints of a
 // largest leaf array, ~250 entries, which a probe scans, and the first positions; a position
 // is read per match).
-inline void PrefetchLeaf(const LeafHeader* l) {
-  for (size_t off = 0; off < kMinLeafBlock; off += 64) {
-    pm::PrefetchLine(reinterpret_cast<const char*>(l) + off);
-  }
-}
-inline void PrefetchAux(const LeafAux* aux) {
-  for (size_t off = 0; off < 640; off += 64) {
-    pm::PrefetchLine(reinterpret_cast<const char*>(aux) + off);
-  }
-}
+inline void PrefetchLeaf(const LeafHeader* l) { pm::PrefetchLines(l, 0, kMinLeafBlock); }
+inline void PrefetchAux(const LeafAux* aux) { pm::PrefetchLines(aux, 0, 640); }
 
 // Index (< n) of the newest valid entry with `key`, or -1.
 int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view key, uint8_t fp);
