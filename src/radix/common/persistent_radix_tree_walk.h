@@ -12,13 +12,14 @@
 #include "pm/alloc.h"
 #include "pm/prefetch.h"
 #include "radix/common/persistent_radix_tree.h"
+#include "radix/common/scan_stack.h"
 
 namespace pmindex::radix {
 
-// A scan is a descent to `start` and an in-order walk from there over an explicit stack of
-// pending child words (the top is next in key order). Its cost is cache misses on blocks
-// scattered over the pool, one per leaf and one to three lines per node, so the walk runs
-// ahead of itself instead of waiting for them one by one:
+// A scan is a descent to `start` and an in-order walk from there over a ScanStack of pending
+// child words (scan_stack.h). Its cost is cache misses on blocks scattered over the pool, one
+// per leaf and one to three lines per node, so the walk runs ahead of itself instead of
+// waiting for them one by one:
 //  - descending, it pushes the children right of the path (every key below them is greater
 //    than `start`) and prefetches the nearest ones;
 //  - expanding a node, it prefetches its children and moves the leading leaves among them
@@ -28,48 +29,10 @@ namespace pmindex::radix {
 //    current node's subtree is walked;
 //  - a leaf is not read when reached: its word goes to the output, and the output is read
 //    (emitted) after the walk, by which time the lines have arrived.
-// Each pending word has at least one key (nodes never become empty durably), so a word
-// deeper than the `need`-th from the top is never reached: the stack is a ring that keeps
-// only the top `need` words (need <= kScanChunk; a longer scan is walked in chunks, each
-// starting just after the last key of the one before), so it is bounded whatever the keys'
-// length and the nodes' fanout.
-inline constexpr size_t kScanChunk = 256;
-inline constexpr size_t kScanRing = 1024;  // >= kScanChunk + the largest fanout + 1 (end word)
-inline constexpr unsigned kScanPathPrefetch = 2;   // right siblings prefetched per path node
-inline constexpr size_t kScanStartPrefetch = 16;   // pending words prefetched after the descent
-static_assert((kScanRing & (kScanRing - 1)) == 0);
-static_assert(kScanRing >= kScanChunk + 256 + 1);
-
+// A scan of more than kScanChunk pairs is walked in chunks, each starting just after the
+// last key of the one before (that key, then a 0 byte).
 template <typename Ops>
-struct PersistentRadixTree<Ops>::ScanState {
-  static constexpr uint16_t kPrefetched = 0x8000;  // depth flag: pre-expanded
-  size_t need = 0;  // leaves the walk may still output
-  size_t top = 0;   // ring index of the next pending word
-  size_t size = 0;  // pending words kept (<= need)
-  size_t out = 0;   // leaves output
-  // Left uninitialized: the ring of pending words with the depth each node is reached at
-  // (and kPrefetched), and the output.
-  uint64_t word[kScanRing];
-  uint16_t depth[kScanRing];
-  uint64_t leaves[kScanChunk];
-
-  // Pushes kids[n - 1] .. kids[0] (kids[0] on top), keeping the top `need` words; returns
-  // how many of kids were pushed.
-  size_t Push(const uint64_t* kids, size_t n, uint16_t d) {
-    n = std::min(n, need);
-    for (size_t i = n; i-- > 0;) {
-      top = (top + 1) & (kScanRing - 1);
-      word[top] = kids[i];
-      depth[top] = d;
-    }
-    size = std::min(size + n, need);
-    return n;
-  }
-  void Output(uint64_t leaf_word) {
-    leaves[out++] = leaf_word;
-    --need;
-  }
-};
+struct PersistentRadixTree<Ops>::ScanState : ScanStack<uint64_t> {};
 
 // Requests the lines a scan reads of the block of child word w: a leaf's first line, or the
 // lines of a node the walk reads to visit all its children.
@@ -102,7 +65,7 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
   uint32_t depth = 0;
   while (w != 0) {
     if (IsLeafChild(w)) {
-      if (leaf(w)->key() >= start) st.Push(&w, 1, 0);
+      if (leaf(w)->key() >= start) st.Push(&w, 1, depth);
       break;
     }
     uint64_t hw = LoadWord(&base(w)->header);
@@ -123,12 +86,11 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     }
     if (order < 0) break;           // the whole subtree is below start
     if (order > 0 || su == pos) {  // the whole subtree is at or above start
-      st.Push(&w, 1, static_cast<uint16_t>(depth));
+      st.Push(&w, 1, depth);
       break;
     }
     const uint8_t u = Span::unit(s, pos);  // the end word's key is a prefix of start: below
-    const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids),
-                             static_cast<uint16_t>(pos + 1));
+    const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids), pos + 1);
     for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
       ScanPrefetch(mem, kids[i]);
     const uint64_t* next = Ops::FindChild(*pool_, w, u);
@@ -138,13 +100,12 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
   // The nearest pending words, the ones the walk starts with, whatever path level pushed
   // them.
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i)
-    ScanPrefetch(mem, st.word[(st.top - i) & (kScanRing - 1)]);
+    ScanPrefetch(mem, st.Peek(i));
   // The walk.
   while (st.size != 0 && st.need != 0) {
-    w = st.word[st.top];
-    depth = st.depth[st.top] & ~ScanState::kPrefetched;
-    st.top = (st.top - 1) & (kScanRing - 1);
-    --st.size;
+    size_t d;
+    st.Pop(&w, &d);
+    depth = static_cast<uint32_t>(d);
     if (IsLeafChild(w)) {
       st.Output(w);
       continue;
@@ -159,16 +120,12 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     size_t i = 0;
     while (i < n && IsLeafChild(kids[i])) st.Output(kids[i++]);
     if (i == n) continue;
-    const size_t pushed =
-        st.Push(kids + i, n - i, static_cast<uint16_t>(PrefixHeader::PosOf(hw) + 1));
+    const size_t pushed = st.Push(kids + i, n - i, PrefixHeader::PosOf(hw) + 1);
     // Pre-expand the next pending node below the children just pushed.
-    if (st.size > pushed && st.need > pushed) {
-      const size_t y = (st.top - pushed) & (kScanRing - 1);
-      if (!IsLeafChild(st.word[y]) && !(st.depth[y] & ScanState::kPrefetched)) {
-        st.depth[y] |= ScanState::kPrefetched;
-        const size_t m = std::min(ScanChildren(st.word[y], kids), st.need - pushed);
-        for (size_t j = 0; j < m; ++j) ScanPrefetch(mem, kids[j]);
-      }
+    uint64_t y;
+    if (st.TakeForPreExpansion(pushed, [](uint64_t c) { return !IsLeafChild(c); }, &y)) {
+      const size_t m = std::min(ScanChildren(y, kids), st.need - pushed);
+      for (size_t j = 0; j < m; ++j) ScanPrefetch(mem, kids[j]);
     }
   }
 }
