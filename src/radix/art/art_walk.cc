@@ -112,11 +112,18 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
     while (i < k && IsLeaf(kids[i])) st.Output(kids[i++]);
     if (i == k) continue;
     const size_t pushed = st.Push(kids + i, k - i, depth + n->prefix_len + 1);
+    // Pre-expansion reads the next node's children only if they lie in the three lines
+    // prefetched (Node4, Node16); of a Node48 or Node256 it requests the other lines, so its
+    // children are read without a wait when it is expanded.
     Ref y;
     if (st.TakeForPreExpansion(pushed, [](Ref c) { return !IsLeaf(c); }, &y)) {
-      const size_t m = std::min(AllChildren(reinterpret_cast<const Node*>(y), kids),
-                                st.need - pushed);
-      for (size_t j = 0; j < m; ++j) ScanPrefetch(kids[j]);
+      auto* yn = reinterpret_cast<const Node*>(y);
+      if (yn->type == art::NodeType::k4 || yn->type == art::NodeType::k16) {
+        const size_t m = std::min(AllChildren(yn, kids), st.need - pushed);
+        for (size_t j = 0; j < m; ++j) ScanPrefetch(kids[j]);
+      } else {
+        pm::PrefetchLines(yn, 192, art::NodeBytes(yn->type));
+      }
     }
   }
 }
