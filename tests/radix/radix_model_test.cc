@@ -122,8 +122,10 @@ TEST_P(RadixLimitsTest, KeyAndValueLimits) {
 
 INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort", "woart", "art"));
 
-// Scans queue leaves and emit them in batches: counts around the batch size, and a callback
-// that stops early, return exactly what the model says, in order.
+// Scans are walked in chunks of kScanChunk (256) leaves, each restarting after the last key
+// of the one before: counts around the chunk size (and the old batch size, 64), from the
+// first key and from random keys, and a callback that stops early, return exactly what the
+// model says, in order.
 class RadixScanBatchTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RadixScanBatchTest, LimitsAndEarlyStopsAroundTheBatch) {
@@ -139,10 +141,10 @@ TEST_P(RadixScanBatchTest, LimitsAndEarlyStopsAroundTheBatch) {
     const uint64_t k = rng() % 100000;
     if (index.insert(IntKey(k), IntValue(k)).ok()) model[std::string(IntKey(k).view())] = "";
   }
-  for (size_t limit : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{128}, size_t{129},
-                       size_t{1000}}) {
+  for (size_t limit : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{255}, size_t{256},
+                       size_t{257}, size_t{512}, size_t{513}, size_t{1000}}) {
     for (int s = 0; s < 8; ++s) {
-      const std::string start(IntKey(rng() % 100000).view());
+      const std::string start = s == 0 ? std::string() : std::string(IntKey(rng() % 100000).view());
       auto it = model.lower_bound(start);
       size_t got = 0;
       bool in_order = true;

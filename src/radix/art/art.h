@@ -56,7 +56,7 @@ class Art final : public Index {
   static void Fixup(art::Ref* ref, art::Node* n, size_t depth);
   static void FreeTree(art::Ref r);
 
-  bool ScanRef(art::Ref r, size_t depth, bool bounded, ScanState& st) const;
+  void ScanChunk(std::string_view start, ScanState& st) const;
   Status VerifyRef(art::Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t) const;
 
   IndexTraits traits_;

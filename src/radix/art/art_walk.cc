@@ -1,10 +1,12 @@
 // Volatile ART: ordered scan, verify and stats.
+#include <algorithm>
 #include <mutex>
 #include <string>
 
 #include "pm/prefetch.h"
 #include "radix/art/art.h"
 #include "radix/common/key.h"
+#include "radix/common/scan_stack.h"
 
 namespace pmindex::radix {
 
@@ -13,43 +15,40 @@ using art::Leaf;
 using art::Node;
 using art::Ref;
 
-// A scan is one descent and an in-order walk that does not wait for its cache misses one
-// by one: entering a node it prefetches the children it will visit, and leaves past `start`
-// are queued unread (up to kScanBatch) and emitted together, once their lines have arrived
-// (as PersistentRadixTree's scan).
-constexpr size_t kScanBatch = 64;
-constexpr unsigned kScanPrefetchChildren = 16;
-
-struct Art::ScanState {
-  std::string_view start;
-  size_t max_count = 0;
-  size_t emitted = 0;
-  ScanCallback* fn = nullptr;
-  size_t queued = 0;
-  const Leaf* queue[kScanBatch];  // leaves reached, not yet emitted
-};
+// A scan is one descent and an in-order walk over a ScanStack of pending child references,
+// as PersistentRadixTree's (persistent_radix_tree_walk.h gives the reasons): the children
+// right of the path are pushed on the way down, a node's children are prefetched when it is
+// expanded, a node with node children pre-expands the next pending node, and leaves are read
+// only after the walk. A node's type is in the node, not in its reference, so a node is
+// prefetched as three lines whatever its type (Node4 and Node16 fit; a Node48 or Node256
+// reads more, in order).
+struct Art::ScanState : ScanStack<Ref> {};
 
 namespace {
-
-// Emits the queued leaves; false once the callback stopped or max_count is reached.
-template <typename State>
-bool ScanFlush(State& st) {
-  const size_t n = st.queued;
-  st.queued = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ++st.emitted;
-    if (!(*st.fn)(st.queue[i]->key(), st.queue[i]->value())) return false;
-  }
-  return st.emitted < st.max_count;
-}
 
 void ScanPrefetch(Ref r) {
   const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
   pm::PrefetchLine(p);
-  if (!IsLeaf(r)) {  // header, end and the first keys and children
+  if (!IsLeaf(r)) {
     pm::PrefetchLine(p + 64);
     pm::PrefetchLine(p + 128);
   }
+}
+
+// The node's children from byte `from` in key order into kids; their count.
+size_t Children(const Node* n, int from, Ref* kids) {
+  size_t k = 0;
+  art::ForEachChild(n, from, [&](uint8_t, Ref c) {
+    kids[k++] = c;
+    return true;
+  });
+  return k;
+}
+
+// The end reference (if any) and the children in key order into kids; their count.
+size_t AllChildren(const Node* n, Ref* kids) {
+  kids[0] = n->end;
+  return (n->end != 0) + Children(n, -1, kids + (n->end != 0));
 }
 
 }  // namespace
@@ -60,55 +59,96 @@ struct Art::Totals {
   uint64_t bytes = 0;
 };
 
-bool Art::ScanRef(Ref r, size_t depth, bool bounded, ScanState& st) const {
-  if (r == 0) return true;
-  if (IsLeaf(r)) {
-    const Leaf* l = art::AsLeaf(r);
-    if (bounded && l->key() < st.start) return true;
-    st.queue[st.queued++] = l;
-    if (st.queued == kScanBatch || st.emitted + st.queued >= st.max_count) return ScanFlush(st);
-    return true;
-  }
-  auto* n = reinterpret_cast<const Node*>(r);
-  const size_t pos = depth + n->prefix_len;
-  const uint8_t* s = Bytes(st.start);
-  const size_t su = st.start.size();
-  if (bounded && n->prefix_len != 0) {
-    const uint8_t* ref = AnyLeaf(r)->key_ptr();
-    for (size_t i = depth; i < pos; ++i) {
-      if (i == su) {
-        bounded = false;
-        break;
+void Art::ScanChunk(std::string_view start, ScanState& st) const {
+  Ref kids[257];
+  // Descent: the references right of the path to `start`, nearest on top.
+  const uint8_t* s = Bytes(start);
+  const size_t su = start.size();
+  Ref r = root_;
+  size_t depth = 0;
+  while (r != 0) {
+    if (IsLeaf(r)) {
+      if (art::AsLeaf(r)->key() >= start) st.Push(&r, 1, depth);
+      break;
+    }
+    auto* n = reinterpret_cast<const Node*>(r);
+    const size_t pos = depth + n->prefix_len;
+    int order = 0;  // of the node's prefix against start's bytes there
+    if (n->prefix_len != 0) {
+      const uint8_t* ref = n->prefix_len > art::kArtPrefix ? AnyLeaf(r)->key_ptr() : nullptr;
+      for (size_t i = depth; i < pos && order == 0; ++i) {
+        if (i == su) {  // start ends inside the prefix: every key here is longer, so greater
+          order = 1;
+          break;
+        }
+        const uint8_t a = i - depth < art::kArtPrefix ? n->prefix[i - depth] : ref[i];
+        if (a != s[i]) order = a < s[i] ? -1 : 1;
       }
-      if (ref[i] != s[i]) {
-        if (ref[i] < s[i]) return true;
-        bounded = false;
-        break;
+    }
+    if (order < 0) break;           // the whole subtree is below start
+    if (order > 0 || su == pos) {  // the whole subtree is at or above start
+      st.Push(&r, 1, depth);
+      break;
+    }
+    const uint8_t u = s[pos];  // the end leaf's key is a prefix of start: below
+    const size_t k = st.Push(kids, Children(n, u + 1, kids), pos + 1);
+    for (size_t i = 0; i < std::min<size_t>(k, kScanPathPrefetch); ++i) ScanPrefetch(kids[i]);
+    const Ref* next = art::FindChild(const_cast<Node*>(n), u);
+    r = next != nullptr ? *next : 0;
+    depth = pos + 1;
+  }
+  for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i) ScanPrefetch(st.Peek(i));
+  // The walk.
+  while (st.size != 0 && st.need != 0) {
+    st.Pop(&r, &depth);
+    if (IsLeaf(r)) {
+      st.Output(r);
+      continue;
+    }
+    auto* n = reinterpret_cast<const Node*>(r);
+    const size_t k = std::min(AllChildren(n, kids), st.need);
+    for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
+    size_t i = 0;
+    while (i < k && IsLeaf(kids[i])) st.Output(kids[i++]);
+    if (i == k) continue;
+    const size_t pushed = st.Push(kids + i, k - i, depth + n->prefix_len + 1);
+    // Pre-expansion reads the next node's children only if they lie in the three lines
+    // prefetched (Node4, Node16); of a Node48 or Node256 it requests the other lines, so its
+    // children are read without a wait when it is expanded.
+    Ref y;
+    if (st.TakeForPreExpansion(pushed, [](Ref c) { return !IsLeaf(c); }, &y)) {
+      auto* yn = reinterpret_cast<const Node*>(y);
+      if (yn->type == art::NodeType::k4 || yn->type == art::NodeType::k16) {
+        const size_t m = std::min(AllChildren(yn, kids), st.need - pushed);
+        for (size_t j = 0; j < m; ++j) ScanPrefetch(kids[j]);
+      } else {
+        pm::PrefetchLines(yn, 192, art::NodeBytes(yn->type));
       }
     }
   }
-  const int first = bounded && su > pos ? s[pos] : -1;
-  if (n->end != 0) ScanPrefetch(n->end);
-  unsigned ahead = 0;
-  art::ForEachChild(n, first, [&ahead](uint8_t, Ref c) {
-    ScanPrefetch(c);
-    return ++ahead < kScanPrefetchChildren;
-  });
-  if (!ScanRef(n->end, pos, bounded && su > pos, st)) return false;
-  return art::ForEachChild(n, first, [&](uint8_t b, Ref c) {
-    return ScanRef(c, pos + 1, static_cast<int>(b) == first, st);
-  });
 }
 
 size_t Art::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
-  ScanState st;  // the queue is left uninitialized
-  st.start = start;
-  st.max_count = max_count;
-  st.fn = &fn;
-  if (ScanRef(root_, 0, true, st) && st.queued != 0) ScanFlush(st);
-  return st.emitted;
+  size_t total = 0;
+  std::string after;  // the start of the next chunk: the last key emitted, then a 0 byte
+  while (total < max_count) {
+    ScanState st;  // the ring and the output are left uninitialized
+    st.need = std::min(max_count - total, kScanChunk);
+    const size_t want = st.need;
+    ScanChunk(start, st);
+    for (size_t i = 0; i < st.out; ++i) {
+      const Leaf* l = art::AsLeaf(st.leaves[i]);
+      ++total;
+      if (!fn(l->key(), l->value())) return total;
+    }
+    if (st.out < want) break;
+    after.assign(art::AsLeaf(st.leaves[st.out - 1])->key());
+    after.push_back('\0');
+    start = after;
+  }
+  return total;
 }
 
 Status Art::VerifyRef(Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t) const {

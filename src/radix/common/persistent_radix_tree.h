@@ -59,6 +59,11 @@
 //                                                      repairing a header call it)
 //   ForEachChild(pool, w, first, f) -> bool            f(unit, word) -> bool in unit order
 //                                                      from `first`; false once f stops
+//   kMaxChildren                                       most children a node can have
+//   Children(pool, w, first, out) -> size_t            the child words from unit `first`
+//                                                      in unit order into out; their count
+//   PrefetchChildren(mem, w)                           requests the lines ForEachChild from
+//                                                      unit 0 reads (the scan's prefetch)
 //   BuildAdd(pool, w, unit, word)                      into an unpublished node
 //   AddChild(pool, slot, h, unit, leaf_word, leaf)     commit a persisted-to-be leaf in *slot
 //   RemoveChild(pool, slot, h, unit, freed)            commit the removal of `unit` in *slot
@@ -182,9 +187,9 @@ class PersistentRadixTree final : public Index {
   // Any leaf below the node (the end leaf or one below some child); nullptr if none.
   const PmLeaf* AnyLeaf(uint64_t w) const;
 
-  bool ScanWord(uint64_t w, uint32_t depth, bool bounded, ScanState& st);
-  bool ScanFlush(ScanState& st);
-  void ScanPrefetch(uint64_t w) const;
+  void ScanChunk(std::string_view start, ScanState& st);
+  size_t ScanChildren(uint64_t w, uint64_t* kids) const;
+  static void ScanPrefetch(const char* mem, uint64_t w);
   Status VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path);
   Status Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn);
   Status Corruption(const std::string& what) const {

@@ -3,6 +3,8 @@
 #ifndef PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_WALK_H_
 #define PMINDEX_RADIX_COMMON_PERSISTENT_RADIX_TREE_WALK_H_
 
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -10,96 +12,122 @@
 #include "pm/alloc.h"
 #include "pm/prefetch.h"
 #include "radix/common/persistent_radix_tree.h"
+#include "radix/common/scan_stack.h"
 
 namespace pmindex::radix {
 
-// A scan is one descent to `start` and an in-order walk from there (the recursion is the
-// stack of (node, child) positions). Its cost is cache misses on blocks scattered over the
-// pool, one per leaf and per node, so the walk does not wait for them one by one: entering a
-// node it prefetches the children it will visit, and leaves past `start` are not read when
-// reached but queued (up to kScanBatch) and emitted together, by which time their lines have
-// arrived. Only the leaves that may lie below `start` (bounded) are read on the way.
-inline constexpr size_t kScanBatch = 64;
-inline constexpr unsigned kScanPrefetchChildren = 16;
-
+// A scan is a descent to `start` and an in-order walk from there over a ScanStack of pending
+// child words (scan_stack.h). Its cost is cache misses on blocks scattered over the pool, one
+// per leaf and one to three lines per node, so the walk runs ahead of itself instead of
+// waiting for them one by one:
+//  - descending, it pushes the children right of the path (every key below them is greater
+//    than `start`) and prefetches the nearest ones;
+//  - expanding a node, it prefetches its children and moves the leading leaves among them
+//    to the output, the rest onto the stack. A node that has nodes among its children then
+//    pre-expands the next pending node below them (prefetched earlier, so its child words
+//    are read without a wait): its children, likely nodes too, are fetched while the
+//    current node's subtree is walked;
+//  - a leaf is not read when reached: its word goes to the output, and the output is read
+//    (emitted) after the walk, by which time the lines have arrived.
+// A scan of more than kScanChunk pairs is walked in chunks, each starting just after the
+// last key of the one before (that key, then a 0 byte).
 template <typename Ops>
-struct PersistentRadixTree<Ops>::ScanState {
-  std::string_view start;
-  size_t max_count = 0;
-  size_t emitted = 0;
-  ScanCallback* fn = nullptr;
-  size_t queued = 0;
-  uint64_t queue[kScanBatch];  // leaf words reached, not yet emitted
-};
+struct PersistentRadixTree<Ops>::ScanState : ScanStack<uint64_t> {};
 
-// Emits the queued leaves; false once the callback stopped or max_count is reached.
+// Requests the lines a scan reads of the block of child word w: a leaf's first line, or the
+// lines of a node the walk reads to visit all its children.
 template <typename Ops>
-bool PersistentRadixTree<Ops>::ScanFlush(ScanState& st) {
-  const size_t n = st.queued;
-  st.queued = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const PmLeaf* l = leaf(st.queue[i]);
-    ++st.emitted;
-    if (!(*st.fn)(l->key(), l->value())) return false;
-  }
-  return st.emitted < st.max_count;
+void PersistentRadixTree<Ops>::ScanPrefetch(const char* mem, uint64_t w) {
+  if (IsLeafChild(w))
+    pm::PrefetchLine(mem + ChildOffset(w));
+  else
+    Ops::PrefetchChildren(mem, w);
 }
 
+// The node's end word (if any) and children in key order into kids; their count.
 template <typename Ops>
-void PersistentRadixTree<Ops>::ScanPrefetch(uint64_t w) const {
-  const char* p = pool_->at<char>(ChildOffset(w));
-  pm::PrefetchLine(p);
-  if (!IsLeafChild(w)) {  // header, end and the first children
-    pm::PrefetchLine(p + 64);
-    pm::PrefetchLine(p + 128);
-  }
+size_t PersistentRadixTree<Ops>::ScanChildren(uint64_t w, uint64_t* kids) const {
+  const uint64_t end = base(w)->end;
+  kids[0] = end;
+  return (end != 0) + Ops::Children(*pool_, w, 0, kids + (end != 0));
 }
 
-// In-order walk from `start`. `bounded`: the subtree may hold keys < start, so compare.
+// One chunk: the words of up to st.need leaves with key >= start, in key order, into
+// st.leaves.
 template <typename Ops>
-bool PersistentRadixTree<Ops>::ScanWord(uint64_t w, uint32_t depth, bool bounded,
-                                        ScanState& st) {
-  if (w == 0) return true;
-  if (IsLeafChild(w)) {
-    if (bounded && leaf(w)->key() < st.start) return true;
-    st.queue[st.queued++] = w;
-    if (st.queued == kScanBatch || st.emitted + st.queued >= st.max_count) return ScanFlush(st);
-    return true;
-  }
-  uint64_t hw = LoadWord(&base(w)->header);  // only the position is needed, as in lookup
-  if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
-    hw = RepairHeader(w, depth, hw).Encode();
-  const uint32_t pos = PrefixHeader::PosOf(hw);
-  const uint8_t* s = Bytes(st.start);
-  const size_t su = Span::units(st.start.size());
-  if (bounded && pos > depth) {
-    const uint8_t* ref = AnyLeaf(w)->key_ptr();
-    for (uint32_t i = depth; i < pos; ++i) {
+void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) {
+  const char* const mem = pool_->base();
+  uint64_t kids[Ops::kMaxChildren + 1];
+  // Descent: the words right of the path to `start`, nearest on top.
+  const uint8_t* s = Bytes(start);
+  const size_t su = Span::units(start.size());
+  uint64_t w = LoadWord(RootSlot(*pool_));
+  uint32_t depth = 0;
+  while (w != 0) {
+    if (IsLeafChild(w)) {
+      if (leaf(w)->key() >= start) st.Push(&w, 1, depth);
+      break;
+    }
+    uint64_t hw = LoadWord(&base(w)->header);
+    if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
+      hw = RepairHeader(w, depth, hw).Encode();
+    const uint32_t pos = PrefixHeader::PosOf(hw);
+    int order = 0;  // of the node's prefix against start's units there
+    for (uint32_t i = depth; i < pos && order == 0; ++i) {
       if (i == su) {  // start ends inside the prefix: every key here is longer, so greater
-        bounded = false;
+        order = 1;
         break;
       }
-      const uint8_t a = Span::unit(ref, i), b = Span::unit(s, i);
-      if (a != b) {
-        if (a < b) return true;  // the whole subtree is below start
-        bounded = false;
-        break;
-      }
+      const uint8_t a = i - depth < kStoredPrefix
+                            ? static_cast<uint8_t>(hw >> (24 + 8 * (i - depth)))
+                            : Span::unit(AnyLeaf(w)->key_ptr(), i);
+      const uint8_t b = Span::unit(s, i);
+      if (a != b) order = a < b ? -1 : 1;
+    }
+    if (order < 0) break;           // the whole subtree is below start
+    if (order > 0 || su == pos) {  // the whole subtree is at or above start
+      st.Push(&w, 1, depth);
+      break;
+    }
+    const uint8_t u = Span::unit(s, pos);  // the end word's key is a prefix of start: below
+    const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids), pos + 1);
+    for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
+      ScanPrefetch(mem, kids[i]);
+    const uint64_t* next = Ops::FindChild(*pool_, w, u);
+    w = next != nullptr ? *next : 0;
+    depth = pos + 1;
+  }
+  // The nearest pending words, the ones the walk starts with, whatever path level pushed
+  // them.
+  for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i)
+    ScanPrefetch(mem, st.Peek(i));
+  // The walk.
+  while (st.size != 0 && st.need != 0) {
+    size_t d;
+    st.Pop(&w, &d);
+    depth = static_cast<uint32_t>(d);
+    if (IsLeafChild(w)) {
+      st.Output(w);
+      continue;
+    }
+    uint64_t hw = LoadWord(&base(w)->header);
+    if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
+      hw = RepairHeader(w, depth, hw).Encode();
+    const size_t n = std::min(ScanChildren(w, kids), st.need);
+    // Again if the node was pre-expanded: a request for a line already in flight or cached
+    // costs little, and measured faster than skipping it.
+    for (size_t i = 0; i < n; ++i) ScanPrefetch(mem, kids[i]);
+    size_t i = 0;
+    while (i < n && IsLeafChild(kids[i])) st.Output(kids[i++]);
+    if (i == n) continue;
+    const size_t pushed = st.Push(kids + i, n - i, PrefixHeader::PosOf(hw) + 1);
+    // Pre-expand the next pending node below the children just pushed.
+    uint64_t y;
+    if (st.TakeForPreExpansion(pushed, [](uint64_t c) { return !IsLeafChild(c); }, &y)) {
+      const size_t m = std::min(ScanChildren(y, kids), st.need - pushed);
+      for (size_t j = 0; j < m; ++j) ScanPrefetch(mem, kids[j]);
     }
   }
-  const bool bounded_below = bounded && su > pos;
-  const unsigned first = bounded_below ? Span::unit(s, pos) : 0;
-  const uint64_t end = base(w)->end;
-  if (end != 0) ScanPrefetch(end);
-  unsigned ahead = 0;
-  Ops::ForEachChild(*pool_, w, first, [&](uint8_t, uint64_t c) {
-    ScanPrefetch(c);
-    return ++ahead < kScanPrefetchChildren;
-  });
-  if (!ScanWord(end, pos, bounded_below, st)) return false;
-  return Ops::ForEachChild(*pool_, w, first, [&](uint8_t unit, uint64_t c) {
-    return ScanWord(c, pos + 1, bounded_below && unit == first, st);
-  });
 }
 
 template <typename Ops>
@@ -107,12 +135,24 @@ size_t PersistentRadixTree<Ops>::scan(std::string_view start, size_t max_count,
                                       ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
-  ScanState st;  // the queue is left uninitialized
-  st.start = start;
-  st.max_count = max_count;
-  st.fn = &fn;
-  if (ScanWord(*RootSlot(*pool_), 0, true, st) && st.queued != 0) ScanFlush(st);
-  return st.emitted;
+  size_t total = 0;
+  std::string after;  // the start of the next chunk: the last key emitted, then a 0 byte
+  while (total < max_count) {
+    ScanState st;  // the ring and the output are left uninitialized
+    st.need = std::min(max_count - total, kScanChunk);
+    const size_t want = st.need;
+    ScanChunk(start, st);
+    for (size_t i = 0; i < st.out; ++i) {
+      const PmLeaf* l = leaf(st.leaves[i]);
+      ++total;
+      if (!fn(l->key(), l->value())) return total;
+    }
+    if (st.out < want) break;
+    after.assign(leaf(st.leaves[st.out - 1])->key());
+    after.push_back('\0');
+    start = after;
+  }
+  return total;
 }
 
 // `path` holds the units every key below w must start with.

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "pm/persist.h"
+#include "pm/prefetch.h"
 #include "radix/common/pm_tree_util.h"
 
 namespace pmindex::radix {
@@ -52,6 +53,11 @@ struct WoartNode256 {
       if (child[b] && !f(static_cast<uint8_t>(b), child[b])) return false;
     return true;
   }
+
+  // The first 8 of the 33 lines a scan reads to visit every child (header and children
+  // 0..61): the rest are read in order, which the hardware prefetcher follows, and a scan of
+  // a few keys needs no more.
+  void PrefetchChildren() const { pm::PrefetchLines(this, 0, 8 * 64); }
 
   void BuildAdd(uint8_t b, uint64_t word) { child[b] = word; }
   // The caller has flushed the leaf: fence, then the child word. 2 fences.

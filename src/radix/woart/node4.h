@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "pm/persist.h"
+#include "pm/prefetch.h"
 #include "radix/common/pm_tree_util.h"
 
 namespace pmindex::radix {
@@ -73,6 +74,9 @@ struct WoartNode4 {
       if (KeyAt(s, i) >= first && !f(KeyAt(s, i), child[IndexAt(s, i)])) return false;
     return true;
   }
+
+  // The lines a scan reads to visit every child: the node's one line.
+  void PrefetchChildren() const { pm::PrefetchLine(this); }
 
   // Adds b -> word to an unpublished node (the caller persists the whole node).
   void BuildAdd(uint8_t b, uint64_t word) { Insert(nullptr, b, word, /*publish=*/false); }

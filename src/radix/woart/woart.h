@@ -68,6 +68,18 @@ struct WoartOps {
   static bool ForEachChild(const Pool& pool, uint64_t w, unsigned first, F&& f) {
     return DispatchNode(pool, w, [&](auto* n) { return n->ForEach(first, f); });
   }
+  static constexpr unsigned kMaxChildren = WoartNode256::kCapacity;
+  static size_t Children(const Pool& pool, uint64_t w, unsigned first, uint64_t* out) {
+    size_t k = 0;
+    ForEachChild(pool, w, first, [&](uint8_t, uint64_t c) {
+      out[k++] = c;
+      return true;
+    });
+    return k;
+  }
+  static void PrefetchChildren(const char* mem, uint64_t w) {
+    DispatchNode(mem, w, [](auto* n) { n->PrefetchChildren(); });
+  }
   static void BuildAdd(const Pool& pool, uint64_t w, uint8_t unit, uint64_t word) {
     DispatchNode(pool, w, [&](auto* n) { n->BuildAdd(unit, word); });
   }

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "pm/prefetch.h"
 #include "pmindex/pool.h"
 #include "radix/common/node_search.h"
 #include "radix/common/persistent_radix_tree.h"
@@ -68,6 +69,21 @@ struct WortOps {
     for (unsigned c = first; c < WortNode::kFanout; ++c)
       if (n->child[c] != 0 && !f(static_cast<uint8_t>(c), n->child[c])) return false;
     return true;
+  }
+  static constexpr unsigned kMaxChildren = WortNode::kFanout;
+  // Without a branch per slot: which slots are empty is as good as random.
+  static size_t Children(const Pool& pool, uint64_t w, unsigned first, uint64_t* out) {
+    const WortNode* n = node(pool, w);
+    size_t k = 0;
+    for (unsigned c = first; c < WortNode::kFanout; ++c) {
+      out[k] = n->child[c];
+      k += n->child[c] != 0;
+    }
+    return k;
+  }
+  // The scan reads every child word: the node's three lines.
+  static void PrefetchChildren(const char* mem, uint64_t w) {
+    pm::PrefetchLines(mem + ChildOffset(w), 0, sizeof(WortNode));
   }
   static void BuildAdd(const Pool& pool, uint64_t w, uint8_t unit, uint64_t word) {
     node(pool, w)->child[unit] = word;

@@ -1,0 +1,84 @@
+// ScanStack: the pending child words of an ordered radix scan (PersistentRadixTree's and the
+// volatile ART's walks) and the leaves it has reached.
+//
+// The walk keeps the children it has not visited yet on a stack, the top next in key order,
+// and output the leaves it reaches in order without reading them. Every pending word holds
+// at least one key (nodes are never empty), so a word deeper than the `need`-th from the top
+// is never reached: the stack is a ring that keeps only the top `need` words, `need` being
+// at most kScanChunk (a longer scan is walked in chunks), and so is bounded whatever the
+// keys' length and the nodes' fanout.
+//
+// Thread safety: one scan's private state.
+#ifndef PMINDEX_RADIX_COMMON_SCAN_STACK_H_
+#define PMINDEX_RADIX_COMMON_SCAN_STACK_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace pmindex::radix {
+
+inline constexpr size_t kScanChunk = 256;  // leaves per walk
+inline constexpr size_t kScanRing = 1024;  // >= kScanChunk + the largest fanout + 1 (end word)
+inline constexpr unsigned kScanPathPrefetch = 2;  // right siblings prefetched per path node
+inline constexpr size_t kScanStartPrefetch = 16;  // pending words prefetched after the descent
+static_assert((kScanRing & (kScanRing - 1)) == 0);
+static_assert(kScanRing >= kScanChunk + 256 + 1);
+
+// Word: a child word (0 never pushed). Depths are < 0x8000 (keys of at most 1024 bytes, two
+// units a byte at most).
+template <typename Word>
+struct ScanStack {
+  static constexpr uint16_t kPreExpanded = 0x8000;  // depth flag
+  size_t need = 0;  // leaves the walk may still output
+  size_t top = 0;   // ring index of the next pending word
+  size_t size = 0;  // pending words kept (<= need after every push)
+  size_t out = 0;   // leaves output
+  // Left uninitialized: the ring of pending words with the depth each is reached at (and
+  // kPreExpanded), and the output.
+  Word word[kScanRing];
+  uint16_t depth[kScanRing];
+  Word leaves[kScanChunk];
+
+  // Pushes kids[n - 1] .. kids[0] (kids[0] on top) reached at depth d, keeping the top `need`
+  // words; returns how many of kids were pushed.
+  size_t Push(const Word* kids, size_t n, size_t d) {
+    n = std::min(n, need);
+    for (size_t i = n; i-- > 0;) {
+      top = (top + 1) & (kScanRing - 1);
+      word[top] = kids[i];
+      depth[top] = static_cast<uint16_t>(d);
+    }
+    size = std::min(size + n, need);
+    return n;
+  }
+  // Pops the top word into *w, its depth into *d.
+  void Pop(Word* w, size_t* d) {
+    *w = word[top];
+    *d = depth[top] & ~kPreExpanded;
+    top = (top - 1) & (kScanRing - 1);
+    --size;
+  }
+  // The pending word `below` places under the top into *w, if there is one, it may be
+  // reached (below < need), is_node(it) and it has not been pre-expanded yet: marks it
+  // pre-expanded and returns true.
+  template <typename IsNode>
+  bool TakeForPreExpansion(size_t below, IsNode is_node, Word* w) {
+    if (size <= below || need <= below) return false;
+    const size_t i = (top - below) & (kScanRing - 1);
+    if (!is_node(word[i]) || (depth[i] & kPreExpanded)) return false;
+    depth[i] |= kPreExpanded;
+    *w = word[i];
+    return true;
+  }
+  // The pending word `below` places under the top (below < size).
+  Word Peek(size_t below) const { return word[(top - below) & (kScanRing - 1)]; }
+  void Output(Word leaf_word) {
+    leaves[out++] = leaf_word;
+    --need;
+  }
+};
+
+}  // namespace pmindex::radix
+
+#endif  // PMINDEX_RADIX_COMMON_SCAN_STACK_H_
