@@ -105,7 +105,7 @@ Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value
   if (key.size() == 8) [[likely]] {
     const WordKey<Ops::kBits> k = WordKey<Ops::kBits>::Of(key);
     uint32_t depth = 0;
-    const uint64_t w = Descend<0>(mem, root, k.be, &depth);
+    const uint64_t w = Descend(mem, root, k.be, &depth);
     if (w == 0) return Status::NotFound();
     if (IsLeafWord(w)) return LeafResult(reinterpret_cast<const PmLeaf*>(LeafAt(mem, w)), k, value);
     // A prefix, a stale header or a key's end. The key is made again here so that the fast
