@@ -54,9 +54,14 @@ class IntValue {
  public:
   explicit IntValue(uint64_t v) { std::memcpy(bytes_, &v, 8); }
   operator std::string_view() const { return {bytes_, 8}; }  // NOLINT: implicit by design
+  // The first 8 bytes of `s` (fewer: zero-filled). An 8-byte value is one load, not a
+  // variable-length copy.
   static uint64_t Decode(std::string_view s) {
     uint64_t v = 0;
-    std::memcpy(&v, s.data(), s.size() < 8 ? s.size() : 8);
+    if (s.size() >= 8) [[likely]]
+      std::memcpy(&v, s.data(), 8);
+    else
+      std::memcpy(&v, s.data(), s.size());
     return v;
   }
 

@@ -49,6 +49,8 @@
 //   kSkipLeafPersist, kSplitSkipParentPersist          mutant names (the second may be "")
 //   kMaxTag, NodeSize(tag), kSmallTag, kNodeNames      node tags, block sizes, stats names
 //   kFixedFanout                                       FindChild never returns nullptr
+//   kSingleNodeTag                                     the tag of every inner node word, or
+//                                                      0 if there are several
 //   FindChild(pool, w, unit) -> uint64_t*              the child word of `unit`, or nullptr
 //                                                      (writers, under the writer lock)
 //   LoadChild(mem, w, unit) -> uint64_t                the child word of `unit` or 0, read
@@ -179,11 +181,64 @@ class PersistentRadixTree final : public Index {
                                                          uint64_t word) {
     return RepairHeader(w, depth, word).Encode();
   }
-  // The lock-free lookup walk for a key held as ByteKey or WordKey (pm_leaf.h), under the
-  // caller's epoch guard; mem is Pool::base().
-  // Inlined into lookup: as a call it cost some 25 instructions of saves and restores.
+  // The lock-free lookup walk, under the caller's epoch guard (mem is Pool::base()).
+  //
+  // Descend: the walk of an 8-byte key (WordKey, pm_leaf.h) while every node sits at the
+  // depth counted and has no prefix: the next unit is the top bits of the key word, shifted
+  // up one unit per level, and the header check one compare with the counted depth. It stops
+  // at 0, at a leaf, or at the first other node (*depth = its depth), from which FindFrom
+  // goes on. Each lookup's instructions decide how many lookups the CPU overlaps: a lookup
+  // into a tree larger than the caches waits for two or three DRAM misses, and the next
+  // lookup's misses issue during that wait only if its instructions up to them fit in the
+  // reorder window behind the waiting load (doc/performance.md, "Radix lookups at 1M keys").
+  // A copy of the loop body per unit (tried) ran fewer instructions and more slowly.
+  static constexpr uint32_t kWordUnits = static_cast<uint32_t>(Span::units(8));
+  [[gnu::always_inline]] static uint64_t Descend(const char* mem, uint64_t w, uint64_t be,
+                                                 uint32_t* depth) {
+    uint32_t d = 0;
+    for (;;) {
+      if (w == 0 || IsLeafWord(w)) return w;
+      const uint64_t hw = LoadWord(reinterpret_cast<const uint64_t*>(NodeAt(mem, w)));
+      if (PrefixHeader::DepthAndLenOf(hw) != d || d == kWordUnits) [[unlikely]] {
+        *depth = d;
+        return w;
+      }
+      w = Ops::LoadChild(mem, w, static_cast<uint8_t>(be >> (64 - Ops::kBits)));
+      be <<= Ops::kBits;
+      ++d;
+    }
+  }
+  // The general walk from word w reached at depth, for a key held as ByteKey or WordKey:
+  // prefixes, stale headers (repaired), keys ending at a node. Out of line: lookup's fast
+  // path keeps fewer registers live.
   template <typename Key>
-  [[gnu::always_inline]] Status Find(const char* mem, const Key& key, std::string* value);
+  [[gnu::noinline]] Status FindFrom(const char* mem, const Key& key, uint64_t w, uint32_t depth,
+                                    std::string* value);
+  template <typename Key>
+  [[gnu::always_inline]] static Status LeafResult(const PmLeaf* l, const Key& key,
+                                                  std::string* value) {
+    if (!key.Matches(*l)) return Status::NotFound();
+    if (value) l->LoadValue(value);
+    return Status::OK();
+  }
+  // Child words on the lookup path. A design whose inner nodes all carry one tag
+  // (Ops::kSingleNodeTag != 0: WORT) tells a leaf by one bit and finds a node by subtracting
+  // the tag, which folds into the loads' address.
+  static bool IsLeafWord(uint64_t w) {
+    if constexpr (Ops::kSingleNodeTag != 0) {
+      static_assert((kTagLeaf & 1) == 1 && (Ops::kSingleNodeTag & 1) == 0);
+      return (w & 1) != 0;
+    } else {
+      return IsLeafChild(w);
+    }
+  }
+  static const char* NodeAt(const char* mem, uint64_t w) {
+    if constexpr (Ops::kSingleNodeTag != 0)
+      return mem + (w - Ops::kSingleNodeTag);
+    else
+      return mem + ChildOffset(w);
+  }
+  static const char* LeafAt(const char* mem, uint64_t w) { return mem + (w - kTagLeaf); }
   // Any leaf below the node (the end leaf or one below some child); nullptr if none.
   const PmLeaf* AnyLeaf(uint64_t w) const;
 

@@ -92,7 +92,8 @@ PrefixHeader PersistentRadixTree<Ops>::RepairHeader(uint64_t w, uint32_t depth, 
 // first traversal after a crash makes it durable, as every traversal does.
 template <typename Ops>
 Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value) {
-  if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
+  if (!KeyInRange(key)) [[unlikely]]
+    return Status::InvalidArgument("key length out of range");
   // No lock: the epoch guard keeps every block this lookup can reach from being reused
   // (writers retire what they unlink), and every word read below is an atomic load of a
   // word writers change with one atomic store (see the thread-safety note of the tree).
@@ -100,26 +101,28 @@ Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value
   // The mapping's base, read once: the acquire loads below would otherwise make the
   // compiler reload pool_ and its base for every node.
   const char* const mem = pool_->base();
-  if (key.size() == 8) [[likely]]
-    return Find(mem, WordKey<Ops::kBits>::Of(key), value);
-  return Find(mem, ByteKey<Ops::kBits>{key}, value);
+  const uint64_t root = LoadWord(reinterpret_cast<const uint64_t*>(mem + root_offset_));
+  if (key.size() == 8) [[likely]] {
+    const WordKey<Ops::kBits> k = WordKey<Ops::kBits>::Of(key);
+    uint32_t depth = 0;
+    const uint64_t w = Descend(mem, root, k.be, &depth);
+    if (w == 0) return Status::NotFound();
+    if (IsLeafWord(w)) return LeafResult(reinterpret_cast<const PmLeaf*>(LeafAt(mem, w)), k, value);
+    // A prefix, a stale header or a key's end. The key is made again here so that the fast
+    // path keeps it in registers (FindFrom takes it by reference).
+    return FindFrom(mem, WordKey<Ops::kBits>::Of(key), w, depth, value);
+  }
+  return FindFrom(mem, ByteKey<Ops::kBits>{key}, root, 0, value);
 }
 
 template <typename Ops>
 template <typename Key>
-inline Status PersistentRadixTree<Ops>::Find(const char* mem, const Key& key, std::string* value) {
+Status PersistentRadixTree<Ops>::FindFrom(const char* mem, const Key& key, uint64_t w,
+                                                 uint32_t depth, std::string* value) {
   const uint32_t units = key.units();
-  uint64_t w = LoadWord(reinterpret_cast<const uint64_t*>(mem + root_offset_));
-  uint32_t depth = 0;
   while (w != 0) {
-    const char* p = mem + ChildOffset(w);
-    if (IsLeafChild(w)) {
-      const auto* l = reinterpret_cast<const PmLeaf*>(p);
-      if (!key.Matches(*l)) return Status::NotFound();
-      if (value) l->LoadValue(value);
-      return Status::OK();
-    }
-    const auto* nb = reinterpret_cast<const RadixNodeBase*>(p);
+    if (IsLeafWord(w)) return LeafResult(reinterpret_cast<const PmLeaf*>(LeafAt(mem, w)), key, value);
+    const auto* nb = reinterpret_cast<const RadixNodeBase*>(NodeAt(mem, w));
     // Common case: the node sits at `depth` (its header is not stale) and has no prefix to
     // skip, so the position it discriminates at is `depth`. That is a compare and a branch
     // (predicted) instead of a sum of header fields, so the child word's address does not

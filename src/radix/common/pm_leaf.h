@@ -55,6 +55,10 @@ struct PmLeaf {
     if (value_len <= 8) {
       const uint64_t v = std::atomic_ref<uint64_t>(const_cast<uint64_t&>(value_word))
                              .load(std::memory_order_relaxed);
+      if (value_len == 8 && out->size() == 8) [[likely]] {  // one store, v stays in a register
+        std::memcpy(out->data(), &v, 8);
+        return;
+      }
       CopyValue(&v, value_len, out);
     } else {
       CopyValue(value_ptr(), value_len, out);

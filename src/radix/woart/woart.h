@@ -50,6 +50,7 @@ struct WoartOps {
       {"node4", kTagNode4}, {"node16", kTagNode16}, {"node48", kTagNode48},
       {"node256", kTagNode256}};
   static constexpr bool kFixedFanout = false;
+  static constexpr uint64_t kSingleNodeTag = 0;  // four node types
   static constexpr size_t NodeSize(uint64_t tag) { return NodeSizeForTag(tag); }
 
   static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {

@@ -42,14 +42,16 @@ struct WortOps {
   static constexpr uint64_t kSmallTag = kTagNode4;
   static constexpr std::pair<const char*, uint64_t> kNodeNames[] = {{"node16", kTagNode4}};
   static constexpr bool kFixedFanout = true;
+  static constexpr uint64_t kSingleNodeTag = kTagNode4;
   static constexpr size_t NodeSize(uint64_t) { return sizeof(WortNode); }
 
   static WortNode* node(const Pool& pool, uint64_t w) { return pool.at<WortNode>(ChildOffset(w)); }
   static uint64_t* FindChild(const Pool& pool, uint64_t w, uint8_t unit) {
     return &node(pool, w)->child[unit];
   }
+  // w is a node word, so its tag is kTagNode4: subtracting it folds into the load's address.
   static uint64_t LoadChild(const char* mem, uint64_t w, uint8_t unit) {
-    return LoadWord(&reinterpret_cast<const WortNode*>(mem + ChildOffset(w))->child[unit]);
+    return LoadWord(&reinterpret_cast<const WortNode*>(mem + (w - kTagNode4))->child[unit]);
   }
   static unsigned ChildCount(const Pool& pool, uint64_t w) {
     const WortNode* n = node(pool, w);
