@@ -131,24 +131,12 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
 size_t Art::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
-  size_t total = 0;
-  std::string after;  // the start of the next chunk: the last key emitted, then a 0 byte
-  while (total < max_count) {
-    ScanState st;  // the ring and the output are left uninitialized
-    st.need = std::min(max_count - total, kScanChunk);
-    const size_t want = st.need;
-    ScanChunk(start, st);
-    for (size_t i = 0; i < st.out; ++i) {
-      const Leaf* l = art::AsLeaf(st.leaves[i]);
-      ++total;
-      if (!fn(l->key(), l->value())) return total;
-    }
-    if (st.out < want) break;
-    after.assign(art::AsLeaf(st.leaves[st.out - 1])->key());
-    after.push_back('\0');
-    start = after;
-  }
-  return total;
+  return ScanInChunks<ScanState>(
+      start, max_count, fn, [&](std::string_view from, ScanState& st) { ScanChunk(from, st); },
+      [&](Ref w) {
+        const auto* l = art::AsLeaf(w);
+        return std::pair<std::string_view, std::string_view>(l->key(), l->value());
+      });
 }
 
 Status Art::VerifyRef(Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t) const {

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace pmindex::radix {
 
@@ -78,6 +80,33 @@ struct ScanStack {
     --need;
   }
 };
+
+// A scan of max_count pairs as walks of at most kScanChunk leaves each, each walk after the
+// first starting just past the last key emitted (that key and a 0 byte). chunk(start, st)
+// runs one walk into a State (a ScanStack); pair(word) is a leaf's (key, value). Returns
+// the pairs handed to fn, stopping early when fn returns false.
+template <typename State, typename Chunk, typename Pair, typename Fn>
+size_t ScanInChunks(std::string_view start, size_t max_count, Fn& fn, Chunk&& chunk,
+                    Pair&& pair) {
+  size_t total = 0;
+  std::string after;
+  while (total < max_count) {
+    State st;  // the ring and the output are left uninitialized
+    st.need = std::min(max_count - total, kScanChunk);
+    const size_t want = st.need;
+    chunk(start, st);
+    for (size_t i = 0; i < st.out; ++i) {
+      const auto [key, value] = pair(st.leaves[i]);
+      ++total;
+      if (!fn(key, value)) return total;
+    }
+    if (st.out < want) break;
+    after.assign(pair(st.leaves[st.out - 1]).first);
+    after.push_back('\0');
+    start = after;
+  }
+  return total;
+}
 
 }  // namespace pmindex::radix
 
