@@ -49,7 +49,7 @@ const std::vector<std::string>& known_mutants() {
       "pftree.header_before_kv",     "pftree.skip_entry_persist",
       "pftree.skip_inplace_update_persist", "pftree.skip_node_slot_persist",
       "pftree.skip_split_node_persist",
-      "pftree.skip_split_persist",   "rntree.single_slot_line",
+      "pftree.skip_split_persist",   "pftree.rebuild_pad_unwritten", "rntree.single_slot_line",
       "rntree.skip_kv_persist",      "rntree.skip_slot_persist",
       "testlist.skip_link_persist",  "testlist.skip_node_persist",
       "wbtree-so.skip_kv_persist",   "wbtree.skip_kv_persist",

@@ -66,7 +66,7 @@ TEST_P(PFTreeMutantTest, IsCaught) {
 
 INSTANTIATE_TEST_SUITE_P(Mutants, PFTreeMutantTest,
                          ::testing::Values("pftree.header_before_kv", "pftree.skip_entry_persist",
-                                           "pftree.skip_split_persist"),
+                                           "pftree.skip_split_persist", "pftree.rebuild_pad_unwritten"),
                          [](const auto& info) {
                            std::string n = info.param;
                            return n.substr(n.find('.') + 1);

@@ -120,15 +120,11 @@ void FreeAux(LeafAux* aux) {
 }
 
 bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
-                 uint8_t fp, bool align8) {
+                 uint8_t fp) {
   uint32_t n = aux->count.load(std::memory_order_relaxed);
   size_t size = EntrySize(key.size(), value.size());
   uint32_t start = aux->used;
-  uint32_t pad = 0;
-  if (align8 && value.size() == 8 && key.size() % 2 == 0) {
-    const auto v = reinterpret_cast<uintptr_t>(LeafData(l) + start + 2 + key.size());
-    pad = static_cast<uint32_t>((8 - v % 8) % 8);
-  }
+  const uint32_t pad = AlignPad(start, key.size(), value.size());
   if (n >= aux->max_entries || start + pad + size > l->capacity) return false;
   uint32_t pos = start + pad;
   char* entry = LeafData(l) + pos;
@@ -219,6 +215,12 @@ void WriteLeaf(pm::PersistContext& pc, LeafHeader* leaf, size_t block_size, uint
   uint32_t pos = 0, n = 0;
   for (size_t i = b; i < e; ++i) {
     const LeafItem& it = items[i];
+    if (const uint32_t pad = AlignPad(pos, it.key.size(), it.value.size()); pad != 0) {
+      // Padding (key length 0, not valid): part of the block, persisted with it.
+      const auto p = static_cast<uint16_t>(pad);
+      if (!pm::mutant("pftree.rebuild_pad_unwritten")) std::memcpy(data + pos, &p, 2);
+      pos += pad;
+    }
     std::memcpy(data + pos + 2, it.key.data(), it.key.size());
     std::memcpy(data + pos + 2 + it.key.size(), it.value.data(), it.value.size());
     uint16_t h = MakeEntryHeader(it.key.size(), it.value.size());

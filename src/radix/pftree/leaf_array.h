@@ -16,7 +16,9 @@
 //           The first header that is 0 ends the data area. A header with key length 0
 //           and the valid bit clear is padding of 2, 4 or 6 bytes (its value-length field,
 //           header included): it puts the 8-byte value of the entry after it on an 8-byte
-//           boundary, so the value can be overwritten in place.
+//           boundary, so the value can be overwritten in place. Appends and rebuilds place
+//           every 8-byte value (with an even key length) so: an entry of an 8-byte key and
+//           value takes 24 bytes with its padding.
 //
 // Crash argument (insert = append): the key and value bytes, followed by a zero header
 // (the terminator of the next position), are written and persisted first; then the 2-byte
@@ -28,10 +30,10 @@
 // the later one (appends only move forward between rebuilds) and clears the earlier. An
 // update of an 8-byte value by an 8-byte value that sits on an 8-byte boundary is one
 // aligned 8-byte store, persisted (failure-atomic: a crash leaves the old or the new value);
-// a new version of an existing key with an 8-byte value is appended aligned (after padding,
-// written and persisted with the body, the entry's header position zeroed with it) so that
-// its next update is in place. Nothing else changes in place: compaction, growth and splits
-// build new blocks.
+// an entry with an 8-byte value is appended aligned (after padding, written and persisted
+// with the body, the entry's header position zeroed with it) so that its updates are in
+// place. Nothing else changes in place: compaction, growth and splits build new blocks (their
+// padding is written with the block, which is persisted before it is published).
 //
 // Concurrency: writers hold the leaf's lock; readers read under a version (VersionLock).
 // Entry bytes and the DRAM arrays below `count` never change after publication (count is
@@ -139,6 +141,16 @@ inline size_t EntryKeyLen(uint16_t h) { return (h >> 6) & 0x1FF; }
 inline size_t EntryValueLen(uint16_t h) { return h & 0x3F; }
 inline size_t EntrySize(size_t klen, size_t vlen) { return (2 + klen + vlen + 1) & ~size_t{1}; }
 inline bool IsPadding(uint16_t h) { return h != 0 && (h & kEntryValid) == 0 && EntryKeyLen(h) == 0; }
+// Every entry with an 8-byte value and an even key length is written with its value on an
+// 8-byte boundary, so that updating it is one aligned store (UpdateInPlace): AlignPad is the
+// padding (0, 2, 4 or 6 bytes) that goes before such an entry at data offset pos (the data
+// area starts 8-byte aligned), 0 for any other entry.
+inline bool Alignable(size_t klen, size_t vlen) { return vlen == 8 && klen % 2 == 0; }
+inline uint32_t AlignPad(uint32_t pos, size_t klen, size_t vlen) {
+  return Alignable(klen, vlen) ? static_cast<uint32_t>((8 - (pos + 2 + klen) % 8) % 8) : 0;
+}
+inline constexpr size_t kMaxAlignPad = 6;
+static_assert(kLeafHeaderSize % 8 == 0, "AlignPad assumes an 8-byte aligned data area");
 // Bytes the record with header h takes in the data area (an entry or padding).
 inline size_t RecordSize(uint16_t h) {
   return IsPadding(h) ? EntryValueLen(h) : EntrySize(EntryKeyLen(h), EntryValueLen(h));
@@ -190,10 +202,9 @@ int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view ke
 
 // Appends and commits key -> value. Caller holds the lock. False (nothing written) if the
 // data area or the entry arrays are full.
-// With align8 (an 8-byte value, an even key length), the value is placed on an 8-byte
-// boundary after padding.
+// An 8-byte value (with an even key length) is placed on an 8-byte boundary after padding.
 bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
-                 uint8_t fp, bool align8 = false);
+                 uint8_t fp);
 // Overwrites entry idx's value in place with one aligned 8-byte store, persisted (the
 // commit). False (nothing written) unless both values are 8 bytes and the old one is on an
 // 8-byte boundary. Caller holds the lock.
@@ -223,7 +234,12 @@ struct LeafItem {
 };
 inline size_t ItemsBytes(const std::vector<LeafItem>& items, size_t b, size_t e) {
   size_t s = 0;
-  for (size_t i = b; i < e; ++i) s += EntrySize(items[i].key.size(), items[i].value.size());
+  // At most: the padding depends on where an entry lands (for 8-byte keys and values it is
+  // 6 bytes before every entry but the first, so the bound is nearly exact).
+  for (size_t i = b; i < e; ++i) {
+    const size_t k = items[i].key.size(), v = items[i].value.size();
+    s += EntrySize(k, v) + (Alignable(k, v) ? kMaxAlignPad : 0);
+  }
   return s;
 }
 // Block size for a new leaf holding `bytes` of entries, with room to grow (half as much again).

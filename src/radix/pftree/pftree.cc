@@ -286,9 +286,9 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
     VersionLock::Unlock(&leaf->lock, gen_);
     return {false, Status::OK()};
   }
-  // Append the new version (commit: its header), then retire the old one's valid bit. A new
-  // version of an 8-byte value goes on an 8-byte boundary, so its next update is in place.
-  if (AppendEntry(pc(), leaf, aux, key, value, fp, /*align8=*/idx >= 0)) {
+  // Append the new version (commit: its header), then retire the old one's valid bit. An
+  // 8-byte value goes on an 8-byte boundary, so its next update is in place.
+  if (AppendEntry(pc(), leaf, aux, key, value, fp)) {
     if (idx >= 0) InvalidateEntry(pc(), leaf, aux, static_cast<uint32_t>(idx));
     VersionLock::Unlock(&leaf->lock, gen_);
     return {false, Status::OK()};
