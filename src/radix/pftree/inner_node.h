@@ -39,6 +39,7 @@
 #define PMINDEX_RADIX_PFTREE_INNER_NODE_H_
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -109,6 +110,8 @@ struct Node48 {
   uint64_t children[48];
 };
 static_assert(sizeof(Node48) == 664 && offsetof(Node48, children) == 280);
+static_assert(offsetof(Node48, index) % 8 == 0 && std::endian::native == std::endian::little,
+              "ForEachChildFrom reads the index eight bytes per load");
 
 //   0..23 header | 24 children[256] (lines 0-32) | 2072 prefix
 struct Node256 {
@@ -186,6 +189,19 @@ void ForEachSlot(InnerHeader* n, Fn&& fn) {
   }
 }
 
+// Eight Node48 index bytes (8-byte aligned) with one acquire load; byte b of the word is
+// index[b] (little endian). Writers store single index bytes atomically.
+inline uint64_t LoadIndexWord(const uint8_t* p) {
+  using Word [[gnu::may_alias]] = uint64_t;
+  return __atomic_load_n(reinterpret_cast<const Word*>(p), __ATOMIC_ACQUIRE);
+}
+inline constexpr uint64_t kByteOnes = 0x0101010101010101ull;
+// The high bit of every non-zero byte of x (exact: no carry crosses a byte).
+inline uint64_t NonZeroBytes(uint64_t x) {
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
+  return (((x & kLow7) + kLow7) | x) & ~kLow7;
+}
+
 // Calls fn(byte, child) for each non-zero child with byte >= first, in byte order, until fn
 // returns false; without allocating (scans). A shared child is visited once, with the first
 // byte of its run that is >= first. False if fn stopped it.
@@ -209,14 +225,24 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
       return true;
     }
     case NodeType::kNode48: {
+      // Eight index bytes per load: the bytes that name a slot other than the previous one
+      // (runs of a shared leaf repeat a slot) are found with word arithmetic, so a node of
+      // a few runs costs 32 loads, not 256.
       auto* n48 = reinterpret_cast<Node48*>(n);
-      uint8_t prev = 0;
-      for (int b = first; b < 256; ++b) {
-        uint8_t idx = std::atomic_ref<uint8_t>(n48->index[b]).load(std::memory_order_acquire);
-        if (idx == 0 || idx == prev) continue;
-        prev = idx;
-        uint64_t ref = LoadRef(&n48->children[idx - 1]);
-        if (ref != 0 && !fn(static_cast<uint8_t>(b), ref)) return false;
+      uint64_t prev = 0;
+      for (int w = first & ~7; w < 256; w += 8) {
+        const uint64_t x = LoadIndexWord(&n48->index[w]);
+        uint64_t from = w < first ? ~uint64_t{0} << (8 * (first - w)) : ~uint64_t{0};
+        for (;;) {
+          const uint64_t keep = NonZeroBytes(x) & NonZeroBytes(x ^ (prev * kByteOnes)) & from;
+          if (keep == 0) break;
+          const int i = __builtin_ctzll(keep) / 8;
+          prev = (x >> (8 * i)) & 0xFF;
+          uint64_t ref = LoadRef(&n48->children[prev - 1]);
+          if (ref != 0 && !fn(static_cast<uint8_t>(w + i), ref)) return false;
+          if (i == 7) break;
+          from = ~uint64_t{0} << (8 * (i + 1));
+        }
       }
       return true;
     }
