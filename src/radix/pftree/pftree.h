@@ -153,6 +153,12 @@ class PFTree final : public Index, private pm::Reclaimer {
   // beside it. Both start inline (a scan of 100 pairs of 8-byte keys and values fits, so a
   // scan allocates nothing) and only grow; add is inline and bounds-checks once.
   class ScanBatch {
+    struct Pair {
+      uint32_t offset;  // of the key in bytes_; the value follows it
+      uint16_t key_size;
+      uint16_t value_size;
+    };
+
    public:
     ScanBatch() = default;
     ScanBatch(const ScanBatch&) = delete;
@@ -163,16 +169,60 @@ class PFTree final : public Index, private pm::Reclaimer {
       used_ = 0;
       n_ = 0;
     }
-    [[gnu::always_inline]] void add(std::string_view key, std::string_view value) {
-      const size_t need = used_ + key.size() + value.size();
-      if (need > cap_ || n_ == pair_cap_) [[unlikely]]
-        grow(need);
-      char* p = bytes_ + used_;
-      Copy(p, key);
-      Copy(p + key.size(), value);
-      pairs_[n_++] = {static_cast<uint32_t>(used_), static_cast<uint16_t>(key.size()),
-                      static_cast<uint16_t>(value.size())};
-      used_ = need;
+    // Adds pairs to a batch with its counters and pointers in registers: stores of pair bytes
+    // (char) may alias any member of the batch, so adding through the batch itself reloads
+    // them per pair. The batch is updated when the appender is destroyed.
+    class Appender {
+     public:
+      explicit Appender(ScanBatch* b)
+          : b_(b), bytes_(b->bytes_), pairs_(b->pairs_), used_(b->used_), n_(b->n_),
+            cap_(b->cap_), pair_cap_(b->pair_cap_) {}
+      Appender(const Appender&) = delete;
+      Appender& operator=(const Appender&) = delete;
+      ~Appender() { Commit(); }
+      size_t size() const { return n_; }
+      [[gnu::always_inline]] void add(std::string_view key, std::string_view value) {
+        const size_t need = used_ + key.size() + value.size();
+        if (need > cap_ || n_ == pair_cap_) [[unlikely]] {
+          Commit();
+          b_->grow(need);
+          bytes_ = b_->bytes_;
+          pairs_ = b_->pairs_;
+          cap_ = b_->cap_;
+          pair_cap_ = b_->pair_cap_;
+        }
+        char* p = bytes_ + used_;
+        Copy(p, key);
+        Copy(p + key.size(), value);
+        pairs_[n_++] = {static_cast<uint32_t>(used_), static_cast<uint16_t>(key.size()),
+                        static_cast<uint16_t>(value.size())};
+        used_ = need;
+      }
+
+     private:
+      void Commit() {
+        b_->used_ = used_;
+        b_->n_ = n_;
+      }
+      ScanBatch* b_;
+      char* bytes_;
+      Pair* pairs_;
+      size_t used_, n_, cap_, pair_cap_;
+    };
+    // Calls fn(key, value) for pairs [from, size()) while it returns true; the index of the
+    // pair it stopped at, or size().
+    template <typename Fn>
+    size_t ForEach(size_t from, Fn&& fn) const {
+      const char* bytes = bytes_;
+      const Pair* pairs = pairs_;
+      const size_t n = n_;
+      for (size_t i = from; i < n; ++i) {
+        const Pair p = pairs[i];
+        const char* k = bytes + p.offset;
+        if (!fn(std::string_view(k, p.key_size), std::string_view(k + p.key_size, p.value_size)))
+          return i;
+      }
+      return n;
     }
     void truncate(size_t n) {  // keeps the first n pairs
       if (n >= n_) return;
@@ -185,11 +235,6 @@ class PFTree final : public Index, private pm::Reclaimer {
     }
 
    private:
-    struct Pair {
-      uint32_t offset;  // of the key in bytes_; the value follows it
-      uint16_t key_size;
-      uint16_t value_size;
-    };
     static constexpr size_t kInlineBytes = 2048;
     static constexpr size_t kInlinePairs = 128;
     // 8-byte keys and values (integer keys, the common values) inline, not a memcpy call.

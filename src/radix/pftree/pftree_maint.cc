@@ -60,22 +60,25 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     for (uint32_t i = first; i < std::min(n, first + kAhead) && i < first + want; ++i) {
       pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i]]);
     }
-    for (uint32_t i = first; i < n && out->size() < limit; ++i) {  // copy no more than needed
-      if (i + kAhead < n) pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i + kAhead]]);
-      uint32_t epos = aux->pos[order[i]];
-      uint16_t h = LoadEntryHeader(leaf, epos);
-      if (!(h & kEntryValid)) continue;
-      std::string_view k = EntryKey(leaf, epos, h);
-      if (skip_cursor) {
-        if (k == cursor) continue;
-        skip_cursor = false;
-      }
-      if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
-        // May be overwritten in place meanwhile: one atomic load (validated with the leaf).
-        const uint64_t x = std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_relaxed);
-        out->add(k, std::string_view(reinterpret_cast<const char*>(&x), 8));
-      } else {
-        out->add(k, EntryValue(leaf, epos, h));
+    {
+      ScanBatch::Appender add(out);  // publishes the pairs to out at the end of the block
+      for (uint32_t i = first; i < n && add.size() < limit; ++i) {  // copy no more than needed
+        if (i + kAhead < n) pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i + kAhead]]);
+        uint32_t epos = aux->pos[order[i]];
+        uint16_t h = LoadEntryHeader(leaf, epos);
+        if (!(h & kEntryValid)) continue;
+        std::string_view k = EntryKey(leaf, epos, h);
+        if (skip_cursor) {
+          if (k == cursor) continue;
+          skip_cursor = false;
+        }
+        if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
+          // May be overwritten in place meanwhile: one atomic load (validated with the leaf).
+          const uint64_t x = std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_relaxed);
+          add.add(k, std::string_view(reinterpret_cast<const char*>(&x), 8));
+        } else {
+          add.add(k, EntryValue(leaf, epos, h));
+        }
       }
     }
     if (!VersionLock::ReadValidate(&leaf->lock, version)) {
@@ -167,11 +170,12 @@ size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   size_t count = 0;
   ScanBatch batch;
   while (count < max_count && NextBatch(cursor, inclusive, max_count - count, &batch)) {
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (count >= max_count) return count;
+    // The batch holds at most max_count - count pairs (NextBatch's limit).
+    const size_t stop = batch.ForEach(0, [&](std::string_view k, std::string_view v) {
       ++count;
-      if (!fn(batch.key(i), batch.value(i))) return count;
-    }
+      return fn(k, v);
+    });
+    if (stop < batch.size()) return count;
     cursor.assign(batch.key(batch.size() - 1));
     inclusive = false;
   }
