@@ -428,10 +428,12 @@ const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& ep
 void DrainOrders(pm::Epoch& epoch) { epoch.Drain(OrderReclaimerInstance()); }
 
 uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
-                    std::string_view key) {
-  const uint16_t* p = std::lower_bound(
-      order, order + n, key,
-      [&](uint16_t i, std::string_view k) { return KeyLess(KeyAt(l, aux, i), k); });
+                    std::string_view key, bool after) {
+  const uint16_t* p =
+      after ? std::upper_bound(order, order + n, key,
+                               [&](std::string_view k, uint16_t i) { return KeyLess(k, KeyAt(l, aux, i)); })
+            : std::lower_bound(order, order + n, key,
+                               [&](uint16_t i, std::string_view k) { return KeyLess(KeyAt(l, aux, i), k); });
   return static_cast<uint32_t>(p - order);
 }
 

@@ -272,9 +272,9 @@ const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& ep
 // Frees every replaced order retired in `epoch` now (index close: no reader remains).
 void DrainOrders(pm::Epoch& epoch);
 
-// First position in order[0, n) whose key is >= key.
+// First position in order[0, n) whose key is >= key (> key if `after`).
 uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
-                    std::string_view key);
+                    std::string_view key, bool after = false);
 
 // Empty if aux's cached order is a key-ordered permutation of the entries it covers, else
 // what is wrong (verify).

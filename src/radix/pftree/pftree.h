@@ -33,6 +33,7 @@
 #define PMINDEX_RADIX_PFTREE_PFTREE_H_
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <atomic>
@@ -169,28 +170,33 @@ class PFTree final : public Index, private pm::Reclaimer {
       used_ = 0;
       n_ = 0;
     }
+    // Room for n pairs in all (their bytes are checked per pair).
+    void ReservePairs(size_t n) {
+      if (n > pair_cap_) [[unlikely]]
+        GrowPairs(n);
+    }
     // Adds pairs to a batch with its counters and pointers in registers: stores of pair bytes
     // (char) may alias any member of the batch, so adding through the batch itself reloads
-    // them per pair. The batch is updated when the appender is destroyed.
+    // them per pair. The batch is updated when the appender is destroyed. Pairs must have been
+    // reserved (ReservePairs) before the appender is made.
     class Appender {
      public:
       explicit Appender(ScanBatch* b)
           : b_(b), bytes_(b->bytes_), pairs_(b->pairs_), used_(b->used_), n_(b->n_),
-            cap_(b->cap_), pair_cap_(b->pair_cap_) {}
+            cap_(b->cap_) {}
       Appender(const Appender&) = delete;
       Appender& operator=(const Appender&) = delete;
       ~Appender() { Commit(); }
       size_t size() const { return n_; }
       [[gnu::always_inline]] void add(std::string_view key, std::string_view value) {
         const size_t need = used_ + key.size() + value.size();
-        if (need > cap_ || n_ == pair_cap_) [[unlikely]] {
+        if (need > cap_) [[unlikely]] {
           Commit();
           b_->grow(need);
           bytes_ = b_->bytes_;
-          pairs_ = b_->pairs_;
           cap_ = b_->cap_;
-          pair_cap_ = b_->pair_cap_;
         }
+        assert(n_ < b_->pair_cap_);  // ReservePairs before
         char* p = bytes_ + used_;
         Copy(p, key);
         Copy(p + key.size(), value);
@@ -207,7 +213,7 @@ class PFTree final : public Index, private pm::Reclaimer {
       ScanBatch* b_;
       char* bytes_;
       Pair* pairs_;
-      size_t used_, n_, cap_, pair_cap_;
+      size_t used_, n_, cap_;
     };
     // Calls fn(key, value) for pairs [from, size()) while it returns true; the index of the
     // pair it stopped at, or size().
@@ -248,21 +254,20 @@ class PFTree final : public Index, private pm::Reclaimer {
       }
     }
     [[gnu::noinline]] void grow(size_t need) {
-      if (need > cap_) {
-        const size_t cap = std::max(need, 2 * cap_);
-        std::unique_ptr<char[]> bigger(new char[cap]);
-        std::memcpy(bigger.get(), bytes_, used_);
-        heap_bytes_ = std::move(bigger);
-        bytes_ = heap_bytes_.get();
-        cap_ = cap;
-      }
-      if (n_ == pair_cap_) {
-        std::unique_ptr<Pair[]> bigger(new Pair[2 * pair_cap_]);
-        std::copy(pairs_, pairs_ + n_, bigger.get());
-        heap_pairs_ = std::move(bigger);
-        pairs_ = heap_pairs_.get();
-        pair_cap_ *= 2;
-      }
+      const size_t cap = std::max(need, 2 * cap_);
+      std::unique_ptr<char[]> bigger(new char[cap]);
+      std::memcpy(bigger.get(), bytes_, used_);
+      heap_bytes_ = std::move(bigger);
+      bytes_ = heap_bytes_.get();
+      cap_ = cap;
+    }
+    [[gnu::noinline]] void GrowPairs(size_t n) {
+      const size_t cap = std::max(n, 2 * pair_cap_);
+      std::unique_ptr<Pair[]> bigger(new Pair[cap]);
+      std::copy(pairs_, pairs_ + n_, bigger.get());
+      heap_pairs_ = std::move(bigger);
+      pairs_ = heap_pairs_.get();
+      pair_cap_ = cap;
     }
     char inline_bytes_[kInlineBytes];
     Pair inline_pairs_[kInlinePairs];

@@ -50,17 +50,17 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     uint32_t n = aux->count.load(std::memory_order_acquire);
     const uint16_t* order = KeyOrder(leaf, aux, &n, epoch());  // cached; sorts only new appends
     const size_t before = out->size();
-    // Keys equal to an exclusive cursor can only come first (from the lower bound on).
-    bool skip_cursor = bounded && !inclusive;
     // Entries sit in append order, so key order jumps around the data area: request the
     // entry kAhead places on while this one is copied, so the misses overlap.
     constexpr uint32_t kAhead = 8;
-    const uint32_t first = bounded ? LowerBound(leaf, aux, order, n, cursor) : 0;
+    // From the first key at (inclusive) or after (exclusive) the cursor.
+    const uint32_t first = bounded ? LowerBound(leaf, aux, order, n, cursor, !inclusive) : 0;
     const uint32_t want = static_cast<uint32_t>(std::min<size_t>(n - first, limit - out->size()));
     for (uint32_t i = first; i < std::min(n, first + kAhead) && i < first + want; ++i) {
       pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i]]);
     }
     {
+      out->ReservePairs(out->size() + want);
       ScanBatch::Appender add(out);  // publishes the pairs to out at the end of the block
       for (uint32_t i = first; i < n && add.size() < limit; ++i) {  // copy no more than needed
         if (i + kAhead < n) pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i + kAhead]]);
@@ -68,10 +68,6 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
         uint16_t h = LoadEntryHeader(leaf, epos);
         if (!(h & kEntryValid)) continue;
         std::string_view k = EntryKey(leaf, epos, h);
-        if (skip_cursor) {
-          if (k == cursor) continue;
-          skip_cursor = false;
-        }
         if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
           // May be overwritten in place meanwhile: one atomic load (validated with the leaf).
           const uint64_t x = std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_relaxed);
