@@ -288,7 +288,9 @@ LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error)
     prev = key;
     uint8_t fp = Fingerprint(key);
     if (h & kEntryValid) {
-      int old = FindEntry(l, aux, n, key, fp);
+      // A key above every earlier one (all of a rebuilt leaf's sorted run) has no earlier
+      // version: the probe is needed only past the leaf's first out-of-order key.
+      int old = sorted ? -1 : FindEntry(l, aux, n, key, fp);
       if (old >= 0) {
         // Interrupted update: the later version wins.
         if (repair) {
