@@ -151,10 +151,12 @@ TEST(PFTreeTest, RecoverFromByteCopyOfOpenPool) {
 // Scans over large leaf arrays whose entries were appended out of order: the cached key
 // order is built, extended by later appends, and checked by verify() after every step;
 // scans of every length from random starts (inside, between and across leaves) match the
-// model, also after reopening (the cached order is DRAM only and rebuilt lazily).
-TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
+// model, also after reopening (the cached order is DRAM only and rebuilt lazily). With
+// word_values every value is 8 bytes (integer pairs: aligned, updated in place, and copied
+// by the scans' word path), else 0..63 bytes.
+void ScansFollowAppends(uint64_t seed, bool word_values) {
   TempDir dir;
-  ModelChecker checker(TestSeed(91));
+  ModelChecker checker(seed);
   ASSERT_NO_FATAL_FAILURE(checker.create("pftree", dir.file("p.pool"), TestOptions()));
   std::mt19937_64 rng(checker.seed());
   uint64_t version = 0;
@@ -167,7 +169,9 @@ TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
   constexpr OpMix kAppendMix{.insert = 1, .upsert = 2, .remove = 1};
   for (int step = 0; step < 3000; ++step) {
     const std::string k = key();
-    ASSERT_NO_FATAL_FAILURE(checker.random_op(rng, k, ValueFor(k, ++version), kAppendMix));
+    ++version;
+    const std::string v = word_values ? std::string(IntKey(version).view()) : ValueFor(k, version);
+    ASSERT_NO_FATAL_FAILURE(checker.random_op(rng, k, v, kAppendMix));
     if (step % 3 == 0) {
       ASSERT_NO_FATAL_FAILURE(check_scan());
     }
@@ -179,6 +183,14 @@ TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
   ASSERT_NO_FATAL_FAILURE(checker.reopen());
   for (int i = 0; i < 200; ++i) ASSERT_NO_FATAL_FAILURE(check_scan());
   ASSERT_NO_FATAL_FAILURE(checker.verify());
+}
+
+TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
+  ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(91), /*word_values=*/false));
+}
+
+TEST(PFTreeTest, ScansFollowAppendsOfIntegerPairs) {
+  ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(92), /*word_values=*/true));
 }
 
 TEST(PFTreeTest, LockFromOlderGenerationIsFree) {

@@ -134,7 +134,7 @@ void FreeAux(LeafAux* aux);  // and its current order
 inline char* LeafData(LeafHeader* l) { return reinterpret_cast<char*>(l) + kLeafHeaderSize; }
 inline LeafAux* AuxOf(LeafHeader* l) { return reinterpret_cast<LeafAux*>(l->aux); }
 
-inline uint16_t MakeEntryHeader(size_t klen, size_t vlen) {
+constexpr uint16_t MakeEntryHeader(size_t klen, size_t vlen) {
   return static_cast<uint16_t>(kEntryValid | (klen << 6) | vlen);
 }
 inline size_t EntryKeyLen(uint16_t h) { return (h >> 6) & 0x1FF; }

@@ -205,6 +205,22 @@ class PFTree final : public Index, private pm::Reclaimer {
         used_ = need;
       }
 
+      // An 8-byte key and value (integer pairs), each given as its bytes in a word.
+      [[gnu::always_inline]] void AddWords(uint64_t key, uint64_t value) {
+        const size_t need = used_ + 16;
+        if (need > cap_) [[unlikely]] {
+          Commit();
+          b_->grow(need);
+          bytes_ = b_->bytes_;
+          cap_ = b_->cap_;
+        }
+        assert(n_ < b_->pair_cap_);
+        std::memcpy(bytes_ + used_, &key, 8);
+        std::memcpy(bytes_ + used_ + 8, &value, 8);
+        pairs_[n_++] = {static_cast<uint32_t>(used_), 8, 8};
+        used_ = need;
+      }
+
      private:
       void Commit() {
         b_->used_ = used_;

@@ -53,6 +53,7 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     // Entries sit in append order, so key order jumps around the data area: request the
     // entry kAhead places on while this one is copied, so the misses overlap.
     constexpr uint32_t kAhead = 8;
+    constexpr uint16_t kWordPair = MakeEntryHeader(8, 8);  // valid, 8-byte key and value
     // From the first key at (inclusive) or after (exclusive) the cursor.
     const uint32_t first = bounded ? LowerBound(leaf, aux, order, n, cursor, !inclusive) : 0;
     const uint32_t want = static_cast<uint32_t>(std::min<size_t>(n - first, limit - out->size()));
@@ -66,6 +67,17 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
         if (i + kAhead < n) pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i + kAhead]]);
         uint32_t epos = aux->pos[order[i]];
         uint16_t h = LoadEntryHeader(leaf, epos);
+        if (h == kWordPair && (epos + 2 + 8) % 8 == 0) {
+          // A live integer pair with its value aligned (every one this build writes): the
+          // key in one load, the value in one atomic load (it may be updated in place).
+          const char* e = LeafData(leaf) + epos;
+          uint64_t kw;
+          std::memcpy(&kw, e + 2, 8);
+          const uint64_t vw = std::atomic_ref<uint64_t>(
+              *reinterpret_cast<uint64_t*>(const_cast<char*>(e) + 10)).load(std::memory_order_relaxed);
+          add.AddWords(kw, vw);
+          continue;
+        }
         if (!(h & kEntryValid)) continue;
         std::string_view k = EntryKey(leaf, epos, h);
         if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
