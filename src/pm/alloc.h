@@ -121,7 +121,7 @@ class Allocator final : private Reclaimer {
   uint64_t chunk_count() const { return chunk_count_; }
   uint64_t carved_chunks() const;
   // Bytes in blocks handed out and not freed (approximate while threads allocate).
-  uint64_t allocated_bytes() const { return allocated_bytes_.load(std::memory_order_relaxed); }
+  uint64_t allocated_bytes() const;
 
  private:
   struct ClassState;
@@ -146,6 +146,10 @@ class Allocator final : private Reclaimer {
   std::vector<uint8_t> chunk_used_;      // DRAM copy: chunk carved?
   std::unique_ptr<ClassState[]> classes_;
   PerThread<ThreadCache> caches_;  // per thread (thread_registry.h): no lock, no thread limit
+  // Bytes allocated at the last rebuild; each thread cache counts its own change since
+  // (allocated_bytes() sums them), so allocate and free run no locked instruction: one
+  // would wait for the write-backs of the caller's previous persists (doc/performance.md,
+  // "FPTree in adr").
   std::atomic<uint64_t> allocated_bytes_{0};
 
   Epoch epoch_;  // after every member free() uses: destroyed first
