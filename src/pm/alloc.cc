@@ -62,12 +62,7 @@ Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t
 
 Allocator::~Allocator() = default;
 
-int Allocator::size_class_for(size_t size) const {
-  // The first classes are every multiple of 64 up to 512: a division (the leaves and nodes
-  // of the indexes) instead of a binary search of the table.
-  static_assert(kSizeClasses[0] == 64 && kSizeClasses[7] == 512 && kSizeClasses[8] > 512);
-  if (size <= 512) [[likely]]
-    return static_cast<int>((size + 63) / 64) - 1;
+int Allocator::size_class_above_512(size_t size) {
   const uint32_t* end = kSizeClasses + kNumSizeClasses;
   const uint32_t* it = std::lower_bound(kSizeClasses, end, size);
   return it == end ? -1 : static_cast<int>(it - kSizeClasses);

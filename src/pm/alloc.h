@@ -129,7 +129,15 @@ class Allocator final : private Reclaimer {
   class RebuildVisitor;
 
   void Reclaim(uint64_t offset, void*) override { free(offset); }
-  int size_class_for(size_t size) const;
+  // The first classes are every multiple of 64 up to 512: a division (the leaves and nodes
+  // of the indexes) instead of a binary search of the table.
+  static int size_class_for(size_t size) {
+    static_assert(kSizeClasses[0] == 64 && kSizeClasses[7] == 512 && kSizeClasses[8] > 512);
+    if (size <= 512) [[likely]]
+      return static_cast<int>((size + 63) / 64) - 1;
+    return size_class_above_512(size);
+  }
+  static int size_class_above_512(size_t size);
   Status refill(int cls, ThreadCache& cache);
   Result<uint64_t> allocate_large(size_t size);
   bool carve(ChunkState state, uint8_t cls, uint64_t span, uint64_t* first_chunk);
