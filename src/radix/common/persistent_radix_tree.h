@@ -228,7 +228,7 @@ class PersistentRadixTree final : public Index {
   // value copy, FindFrom and the key checks are LookupAny's), so lookup() keeps the walk in
   // caller-saved registers and sets up no frame pointer: fewer instructions per lookup, and
   // those decide how many consecutive lookups the CPU overlaps (see Descend).
-  [[gnu::always_inline]] int LookupWord(std::string_view key, std::string* value);
+  [[gnu::always_inline]] inline int LookupWord(std::string_view key, std::string* value);
   // Every other lookup: the range check, the guard, Descend and FindFrom.
   [[gnu::noinline]] Status LookupAny(std::string_view key, std::string* value);
   // The general walk from word w reached at depth, for a key held as ByteKey or WordKey:
