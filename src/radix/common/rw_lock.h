@@ -55,9 +55,11 @@ class RwLock {
     LockSharedSlow();
   }
   void unlock_shared() {
-    const uint32_t prev = state_.fetch_sub(1, std::memory_order_release);
+    // seq_cst on both sides (here and in Sleep): the last reader out sees a sleeper's count,
+    // or the sleeper sees the reader gone (a lock xadd and a plain load on x86).
+    const uint32_t prev = state_.fetch_sub(1, std::memory_order_seq_cst);
     // The last reader out wakes waiting writers.
-    if ((prev & kReaders) == 1 && sleepers_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    if ((prev & kReaders) == 1 && sleepers_.load(std::memory_order_seq_cst) != 0) [[unlikely]]
       state_.notify_all();
   }
 
