@@ -212,8 +212,8 @@ class PersistentRadixTree final : public Index {
   // every word it follows is a live block), with the leaf it ends at requested, so that the
   // misses of the path overlap whatever the lock's locked instruction waits for (in adr, the
   // write-backs of the previous operation's persists: a locked instruction waits for them,
-  // loads before it in program order do not; doc/performance.md, "Radix inserts"). The
-  // locked walk that follows finds the lines cached. Reads only.
+  // loads before it in program order do not; doc/performance.md, "Radix inserts and
+  // loads"). The locked walk that follows finds the lines cached. Reads only.
   [[gnu::always_inline]] void WarmPath(std::string_view key) {
     auto guard = pool_->allocator().epoch_guard();
     const char* const mem = pool_->base();
