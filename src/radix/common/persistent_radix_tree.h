@@ -222,15 +222,6 @@ class PersistentRadixTree final : public Index {
                                WordKey<Ops::kBits>::Of(key).be, &depth);
     if (IsLeafWord(w)) __builtin_prefetch(LeafAt(mem, w));
   }
-  // lookup() of an 8-byte key whose walk ends at a leaf without leaving Descend and whose
-  // value is the common 8 bytes: 1 found (value copied), 0 absent, -1 anything else (the
-  // caller then runs LookupAny from the start). It calls nothing on its common path (the
-  // value copy, FindFrom and the key checks are LookupAny's), so lookup() keeps the walk in
-  // caller-saved registers and sets up no frame pointer: fewer instructions per lookup, and
-  // those decide how many consecutive lookups the CPU overlaps (see Descend).
-  [[gnu::always_inline]] inline int LookupWord(std::string_view key, std::string* value);
-  // Every other lookup: the range check, the guard, Descend and FindFrom.
-  [[gnu::noinline]] Status LookupAny(std::string_view key, std::string* value);
   // The general walk from word w reached at depth, for a key held as ByteKey or WordKey:
   // prefixes, stale headers (repaired), keys ending at a node. Out of line: lookup's fast
   // path keeps fewer registers live.

@@ -92,38 +92,6 @@ PrefixHeader PersistentRadixTree<Ops>::RepairHeader(uint64_t w, uint32_t depth, 
 // first traversal after a crash makes it durable, as every traversal does.
 template <typename Ops>
 Status PersistentRadixTree<Ops>::lookup(std::string_view key, std::string* value) {
-  if (key.size() == 8) [[likely]] {
-    const int found = LookupWord(key, value);
-    if (found > 0) [[likely]]
-      return Status::OK();
-    if (found == 0) return Status::NotFound();
-  }
-  return LookupAny(key, value);
-}
-
-template <typename Ops>
-int PersistentRadixTree<Ops>::LookupWord(std::string_view key, std::string* value) {
-  auto guard = pool_->allocator().epoch_guard();  // as in LookupAny
-  const char* const mem = pool_->base();
-  const WordKey<Ops::kBits> k = WordKey<Ops::kBits>::Of(key);
-  uint32_t depth = 0;
-  const uint64_t w =
-      Descend(mem, LoadWord(reinterpret_cast<const uint64_t*>(mem + root_offset_)), k.be, &depth);
-  if (w == 0) return 0;
-  if (!IsLeafWord(w)) return -1;
-  const PmLeaf* l = reinterpret_cast<const PmLeaf*>(LeafAt(mem, w));
-  if (!k.Matches(*l)) return 0;
-  if (value == nullptr) return 1;
-  if (l->value_len != 8 || value->size() != 8) return -1;
-  // One atomic load of the value word, as PmLeaf::LoadValue.
-  const uint64_t v = std::atomic_ref<uint64_t>(const_cast<uint64_t&>(l->value_word))
-                         .load(std::memory_order_relaxed);
-  std::memcpy(value->data(), &v, 8);
-  return 1;
-}
-
-template <typename Ops>
-Status PersistentRadixTree<Ops>::LookupAny(std::string_view key, std::string* value) {
   if (!KeyInRange(key)) [[unlikely]]
     return Status::InvalidArgument("key length out of range");
   // No lock: the epoch guard keeps every block this lookup can reach from being reused
