@@ -31,7 +31,20 @@ struct Allocator::ClassState {
 // its cache passes with its id to the next thread (thread_registry.h).
 struct Allocator::ThreadCache {
   std::vector<uint64_t> blocks[kNumSizeClasses];
+  // Bytes this thread allocated minus bytes it freed since the last rebuild (may be
+  // negative: a block may be freed by another thread than its allocator). Written only by
+  // its thread, with a load and a store (no locked instruction); read by allocated_bytes().
+  std::atomic<int64_t> net_bytes{0};
+  void Count(int64_t bytes) {
+    net_bytes.store(net_bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  }
 };
+
+uint64_t Allocator::allocated_bytes() const {
+  int64_t sum = static_cast<int64_t>(allocated_bytes_.load(std::memory_order_relaxed));
+  caches_.for_each([&](const ThreadCache& c) { sum += c.net_bytes.load(std::memory_order_relaxed); });
+  return sum < 0 ? 0 : static_cast<uint64_t>(sum);
+}
 
 Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset,
                      PersistContext& persist)
@@ -49,7 +62,7 @@ Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t
 
 Allocator::~Allocator() = default;
 
-int Allocator::size_class_for(size_t size) const {
+int Allocator::size_class_above_512(size_t size) {
   const uint32_t* end = kSizeClasses + kNumSizeClasses;
   const uint32_t* it = std::lower_bound(kSizeClasses, end, size);
   return it == end ? -1 : static_cast<int>(it - kSizeClasses);
@@ -137,7 +150,7 @@ Result<uint64_t> Allocator::allocate(size_t size, bool zero) {
   if (zero) std::memset(base_ + off, 0, kSizeClasses[cls]);
   // The block's own class (a larger one when refill fell back to it), as free() counts it.
   const uint64_t e = __atomic_load_n(&table_[chunk_of(off)], __ATOMIC_RELAXED);
-  allocated_bytes_.fetch_add(kSizeClasses[EntryClass(e)], std::memory_order_relaxed);
+  cache.Count(kSizeClasses[EntryClass(e)]);
   return off;
 }
 
@@ -149,7 +162,7 @@ Result<uint64_t> Allocator::allocate_large(size_t size) {
                               " free 256 KiB chunks for a " + std::to_string(size) +
                               "-byte block");
   }
-  allocated_bytes_.fetch_add(span * kChunkSize, std::memory_order_relaxed);
+  caches_.local().Count(static_cast<int64_t>(span * kChunkSize));
   return chunk_start(first);
 }
 
@@ -191,13 +204,14 @@ void Allocator::free(uint64_t offset) {
       __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
       chunk_used_[c] = 0;
     }
-    allocated_bytes_.fetch_sub(span * kChunkSize, std::memory_order_relaxed);
+    caches_.local().Count(-static_cast<int64_t>(span * kChunkSize));
     return;
   }
   const int cls = EntryClass(e);
-  allocated_bytes_.fetch_sub(kSizeClasses[cls], std::memory_order_relaxed);
+  ThreadCache& cache = caches_.local();
+  cache.Count(-static_cast<int64_t>(kSizeClasses[cls]));
   ClassState& cs = classes_[cls];
-  std::vector<uint64_t>& blocks = caches_.local().blocks[cls];
+  std::vector<uint64_t>& blocks = cache.blocks[cls];
   blocks.push_back(offset);
   const size_t batch = batch_for(kSizeClasses[cls]);
   if (blocks.size() > 2 * batch) {
@@ -300,6 +314,7 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
   }
   caches_.for_each([](ThreadCache& c) {
     for (auto& v : c.blocks) v.clear();
+    c.net_bytes.store(0, std::memory_order_relaxed);
   });
   epoch_.Discard(this);  // rebuilt free state: blocks retired before are free already
   uint64_t allocated = 0;

@@ -121,7 +121,7 @@ class Allocator final : private Reclaimer {
   uint64_t chunk_count() const { return chunk_count_; }
   uint64_t carved_chunks() const;
   // Bytes in blocks handed out and not freed (approximate while threads allocate).
-  uint64_t allocated_bytes() const { return allocated_bytes_.load(std::memory_order_relaxed); }
+  uint64_t allocated_bytes() const;
 
  private:
   struct ClassState;
@@ -129,7 +129,15 @@ class Allocator final : private Reclaimer {
   class RebuildVisitor;
 
   void Reclaim(uint64_t offset, void*) override { free(offset); }
-  int size_class_for(size_t size) const;
+  // The first classes are every multiple of 64 up to 512: a division (the leaves and nodes
+  // of the indexes) instead of a binary search of the table.
+  static int size_class_for(size_t size) {
+    static_assert(kSizeClasses[0] == 64 && kSizeClasses[7] == 512 && kSizeClasses[8] > 512);
+    if (size <= 512) [[likely]]
+      return static_cast<int>((size + 63) / 64) - 1;
+    return size_class_above_512(size);
+  }
+  static int size_class_above_512(size_t size);
   Status refill(int cls, ThreadCache& cache);
   Result<uint64_t> allocate_large(size_t size);
   bool carve(ChunkState state, uint8_t cls, uint64_t span, uint64_t* first_chunk);
@@ -146,6 +154,10 @@ class Allocator final : private Reclaimer {
   std::vector<uint8_t> chunk_used_;      // DRAM copy: chunk carved?
   std::unique_ptr<ClassState[]> classes_;
   PerThread<ThreadCache> caches_;  // per thread (thread_registry.h): no lock, no thread limit
+  // Bytes allocated at the last rebuild; each thread cache counts its own change since
+  // (allocated_bytes() sums them), so allocate and free run no locked instruction: one
+  // would wait for the write-backs of the caller's previous persists (doc/performance.md,
+  // "FPTree in adr").
   std::atomic<uint64_t> allocated_bytes_{0};
 
   Epoch epoch_;  // after every member free() uses: destroyed first

@@ -20,8 +20,8 @@ bool RegisterAsymmetric() {
 #endif
 }
 
-// A full fence executed by every running thread of the process before this returns (the
-// heavy side of the guards' asymmetric announcement).
+}  // namespace
+
 void HeavyFence() {
   if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
   // Not registered (a forked child may not inherit the registration): register and retry,
@@ -33,8 +33,6 @@ void HeavyFence() {
   if (Membarrier(MEMBARRIER_CMD_GLOBAL) == 0) return;
   __builtin_trap();  // guards announced without a fence and none can be had: never reclaim
 }
-
-}  // namespace
 
 const bool g_asymmetric_announce = RegisterAsymmetric();
 

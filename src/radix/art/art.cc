@@ -263,8 +263,13 @@ void Art::AddChild(Ref* ref, Node* n, uint8_t b, Ref child) {
     case NodeType::k48: {
       auto* m = static_cast<Node48*>(n);
       if (m->count < 48) {
-        unsigned p = 0;
-        while (m->child[p] != 0) ++p;
+        // Slots fill in order and a remove leaves a hole: the slot at `count` is free
+        // unless one was, so the scan is for nodes that lost a child.
+        unsigned p = m->count;
+        if (m->child[p] != 0) {
+          p = 0;
+          while (m->child[p] != 0) ++p;
+        }
         m->child[p] = child;
         m->index[b] = static_cast<uint8_t>(p + 1);
         ++m->count;

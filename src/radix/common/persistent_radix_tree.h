@@ -208,6 +208,20 @@ class PersistentRadixTree final : public Index {
       ++d;
     }
   }
+  // Before a writer takes the lock: the lookup walk for the key (under the epoch guard, so
+  // every word it follows is a live block), with the leaf it ends at requested, so that the
+  // misses of the path overlap whatever the lock's locked instruction waits for (in adr, the
+  // write-backs of the previous operation's persists: a locked instruction waits for them,
+  // loads before it in program order do not; doc/performance.md, "Radix inserts and
+  // loads"). The locked walk that follows finds the lines cached. Reads only.
+  [[gnu::always_inline]] void WarmPath(std::string_view key) {
+    auto guard = pool_->allocator().epoch_guard();
+    const char* const mem = pool_->base();
+    uint32_t depth = 0;
+    const uint64_t w = Descend(mem, LoadWord(reinterpret_cast<const uint64_t*>(mem + root_offset_)),
+                               WordKey<Ops::kBits>::Of(key).be, &depth);
+    if (IsLeafWord(w)) __builtin_prefetch(LeafAt(mem, w));
+  }
   // The general walk from word w reached at depth, for a key held as ByteKey or WordKey:
   // prefixes, stale headers (repaired), keys ending at a node. Out of line: lookup's fast
   // path keeps fewer registers live.

@@ -148,6 +148,8 @@ template <typename Ops>
 Status PersistentRadixTree<Ops>::Put(std::string_view key, std::string_view value,
                                      PutMode mode) {
   if (Status s = CheckKeyValue(key, value); !s.ok()) return s;
+  if (key.size() == 8) [[likely]]
+    WarmPath(key);
   for (;;) {
     Status s;
     {
@@ -183,6 +185,22 @@ Status PersistentRadixTree<Ops>::PutLocked(std::string_view key, std::string_vie
       }
       if (mode == PutMode::kUpdate) return Status::NotFound();
       return ExpandLeaf(slot, depth, key, value);
+    }
+    // Common case: the node sits at `depth` (its header is not stale) and has no prefix, so
+    // it discriminates at `depth`: no header to decode.
+    if (const uint64_t hw = LoadWord(&base(w)->header);
+        PrefixHeader::DepthAndLenOf(hw) == depth && depth < units) [[likely]] {
+      const uint8_t unit = Span::unit(k, depth);
+      uint64_t* child = Ops::FindChild(*pool_, w, unit);
+      if constexpr (!Ops::kFixedFanout) {
+        if (child == nullptr) {
+          if (mode == PutMode::kUpdate) return Status::NotFound();
+          return AddChild(slot, PrefixHeader::Decode(hw), unit, key, value);
+        }
+      }
+      slot = child;
+      ++depth;
+      continue;
     }
     const PrefixHeader h = Header(w, depth);
     if (h.prefix_len != 0) {

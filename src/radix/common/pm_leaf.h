@@ -88,6 +88,11 @@ struct PmLeaf {
     l->key_len = static_cast<uint16_t>(key.size());
     l->value_len = static_cast<uint8_t>(value.size());
     std::memset(l->reserved, 0, sizeof(l->reserved));
+    if (value.size() == 8 && key.size() == 8) [[likely]] {  // the integer pairs: no memcpy calls
+      std::memcpy(&l->value_word, value.data(), 8);
+      std::memcpy(reinterpret_cast<uint8_t*>(l) + 16, key.data(), 8);
+      return l;
+    }
     l->value_word = 0;
     std::memcpy(&l->value_word, value.data(), value.size());
     std::memcpy(const_cast<uint8_t*>(l->key_ptr()), key.data(), key.size());

@@ -3,14 +3,29 @@
 // rwlock and std::shared_mutex prefer readers, which starved the one writer while readers
 // kept arriving).
 //
-// One 32-bit word, inline: a reader enters and leaves with one compare-and-swap and one
-// fetch_sub (a glibc pthread rwlock takes the same two atomic operations inside
-// ~120 instructions of calls and state checks per lookup). Waiting blocks in the kernel
-// (std::atomic::wait, a futex), never spins.
+// One 32-bit word for the lock, inline: a reader enters and leaves with one
+// compare-and-swap and one fetch_sub (a glibc pthread rwlock takes the same two atomic
+// operations inside ~120 instructions of calls and state checks per lookup). Waiting blocks
+// in the kernel (std::atomic::wait, a futex), never spins.
 //
-//   bits 0..15   readers holding the lock
-//   bits 16..30  writers waiting
-//   bit  31      a writer holds the lock
+//   state_     bits 0..15   readers holding the lock
+//              bits 16..30  writers waiting for readers to leave (new readers stay out)
+//              bit  31      a writer holds the lock
+//   sleepers_  threads inside, or about to enter, state_.wait()
+//
+// While the writer bit is set no thread changes state_: readers' and writers' compare-and-
+// swaps expect it clear, and a writer registers as waiting only while it is clear (a writer
+// that finds the lock held by a writer sleeps unregistered). So a writer's unlock clears the
+// bit with a plain store and decides whether to wake anyone with one load of sleepers_, no
+// locked instruction, where the process has expedited membarrier (pm/epoch.h): a locked
+// instruction there would wait for the write-backs of the writer's persists
+// (doc/performance.md, "FPTree in adr"). The wake-up is not lost: a thread about to sleep
+// counts itself in sleepers_ and then runs pm::detail::HeavyFence(), a full fence in every
+// running thread of the process; either that fence comes after the unlocking store, which
+// the sleeper then sees (it does not sleep), or before it, and then the unlock's load of
+// sleepers_ sees the count and wakes it (after a full fence of its own, which
+// std::atomic::notify_all's bookkeeping needs). Without membarrier (and under TSan) the
+// unlock is a fetch_and.
 //
 // Thread safety: that is its purpose. Satisfies Lockable and SharedLockable, so it works
 // with std::unique_lock and std::shared_lock. At most 65,535 concurrent readers and 32,767
@@ -20,6 +35,8 @@
 
 #include <atomic>
 #include <cstdint>
+
+#include "pm/epoch.h"
 
 namespace pmindex::radix {
 
@@ -38,37 +55,59 @@ class RwLock {
     LockSharedSlow();
   }
   void unlock_shared() {
-    const uint32_t prev = state_.fetch_sub(1, std::memory_order_release);
+    // seq_cst on both sides (here and in Sleep): the last reader out sees a sleeper's count,
+    // or the sleeper sees the reader gone (a lock xadd and a plain load on x86).
+    const uint32_t prev = state_.fetch_sub(1, std::memory_order_seq_cst);
     // The last reader out wakes waiting writers.
-    if ((prev & kReaders) == 1 && (prev & kWaiting) != 0) [[unlikely]]
+    if ((prev & kReaders) == 1 && sleepers_.load(std::memory_order_seq_cst) != 0) [[unlikely]]
       state_.notify_all();
   }
 
   void lock() {
-    uint32_t s = state_.load(std::memory_order_relaxed);
-    if (s == 0 && state_.compare_exchange_strong(s, kWriter, std::memory_order_acquire,
-                                                 std::memory_order_relaxed)) [[likely]]
+    uint32_t s = 0;
+    if (state_.compare_exchange_strong(s, kWriter, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) [[likely]]
       return;
     LockSlow();
   }
   void unlock() {
-    state_.fetch_and(~kWriter, std::memory_order_release);
-    // Readers and writers may wait on any value with the writer bit set.
-    state_.notify_all();
+#ifndef PMINDEX_TSAN
+    if (pm::detail::g_asymmetric_announce) [[likely]] {
+      // Nothing changes state_ while the writer bit is set: a plain store clears it.
+      state_.store(state_.load(std::memory_order_relaxed) & ~kWriter,
+                   std::memory_order_release);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      if (sleepers_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        state_.notify_all();
+      }
+      return;
+    }
+#endif
+    state_.fetch_and(~kWriter, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) state_.notify_all();
   }
 
  private:
   static constexpr uint32_t kReaders = 0xFFFF;
   static constexpr uint32_t kOneWaiting = 1u << 16;
-  static constexpr uint32_t kWaiting = 0x7FFFu << 16;
   static constexpr uint32_t kWriter = 1u << 31;
 
+  // Sleeps until state_ is no longer `s`, counted in sleepers_ (see the header comment).
+  void Sleep(uint32_t s) {
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+#ifndef PMINDEX_TSAN
+    if (pm::detail::g_asymmetric_announce) pm::detail::HeavyFence();
+#endif
+    // Re-read once counted: a change before the count is seen here, one after it wakes us.
+    if (state_.load(std::memory_order_seq_cst) == s) state_.wait(s, std::memory_order_seq_cst);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
   void LockSharedSlow() {
-    uint32_t s = state_.load(std::memory_order_relaxed);
     for (;;) {
+      uint32_t s = state_.load(std::memory_order_seq_cst);
       if ((s & ~kReaders) != 0) {  // a writer holds or waits: writers first
-        state_.wait(s, std::memory_order_relaxed);
-        s = state_.load(std::memory_order_relaxed);
+        Sleep(s);
       } else if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acquire,
                                               std::memory_order_relaxed)) {
         return;
@@ -76,20 +115,26 @@ class RwLock {
     }
   }
   void LockSlow() {
-    uint32_t s = state_.fetch_add(kOneWaiting, std::memory_order_relaxed) + kOneWaiting;
+    bool counted = false;  // in the waiting bits
     for (;;) {
-      if ((s & (kReaders | kWriter)) != 0) {
-        state_.wait(s, std::memory_order_relaxed);
-        s = state_.load(std::memory_order_relaxed);
-      } else if (state_.compare_exchange_weak(s, (s - kOneWaiting) | kWriter,
-                                              std::memory_order_acquire,
-                                              std::memory_order_relaxed)) {
-        return;
+      uint32_t s = state_.load(std::memory_order_seq_cst);
+      if ((s & kWriter) != 0) {
+        Sleep(s);  // unregistered: state_ must not change while the writer bit is set
+      } else if ((s & kReaders) == 0) {
+        if (state_.compare_exchange_weak(s, (counted ? s - kOneWaiting : s) | kWriter,
+                                         std::memory_order_acquire, std::memory_order_relaxed))
+          return;
+      } else if (!counted) {
+        counted = state_.compare_exchange_weak(s, s + kOneWaiting, std::memory_order_relaxed,
+                                               std::memory_order_relaxed);
+      } else {
+        Sleep(s);  // readers inside; the last one out wakes us
       }
     }
   }
 
   std::atomic<uint32_t> state_{0};
+  std::atomic<uint32_t> sleepers_{0};
 };
 
 }  // namespace pmindex::radix
