@@ -107,6 +107,17 @@ class InnerTree {
 
 namespace inner_detail {
 
+// The number of keys <= key among slots 0 .. 2 * kFirst - 2 (kFirst a power of two).
+template <uint32_t kFirst>
+[[gnu::always_inline]] inline uint32_t SearchSteps(const InnerTree::Node* n, uint64_t key) {
+  uint32_t base = 0;
+#pragma GCC unroll 7
+  for (uint32_t step = kFirst; step != 0; step /= 2) {
+    base = n->keys[base + step - 1].load(std::memory_order_relaxed) <= key ? base + step : base;
+  }
+  return base;
+}
+
 // Index of the child covering `key`: the number of keys <= key.
 inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
@@ -119,15 +130,15 @@ inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
   constexpr size_t kKeysEnd = offsetof(InnerTree::Node, keys) + sizeof(n->keys);
 #pragma GCC unroll 17
   for (size_t off = 64; off < kKeysEnd; off += 64) PrefetchLine(node + off);  // lines 1..16
-  // Seven fixed steps over all 127 slots, no bound and no loop: the slots from count on hold
-  // kNoKey, so "keys[i] <= key" stays monotone in i, and the count of slots <= key is the
-  // answer, except for key == kNoKey, which the clamp corrects. (A search bounded by count
-  // cost about eight instructions per step; a torn read only gives a wrong index in range.)
-  uint32_t base = 0;
-#pragma GCC unroll 7
-  for (uint32_t step = 64; step != 0; step /= 2) {
-    base = n->keys[base + step - 1].load(kRelaxed) <= key ? base + step : base;
-  }
+  // Fixed steps, no bound and no loop: the slots from count on hold kNoKey, so
+  // "keys[i] <= key" stays monotone in i and the count of slots <= key is the answer, except
+  // for key == kNoKey, which the clamp corrects. Steps from s down to 1 reach 2s - 1 slots:
+  // seven for a full node, fewer for a small one (a root of a few keys), whose search is a
+  // chain of dependent loads like the others. (A search bounded by count cost about eight
+  // instructions per step; a torn read only gives a wrong index in range.)
+  const uint32_t base = count >= 32  ? SearchSteps<64>(n, key)
+                        : count >= 8 ? SearchSteps<16>(n, key)
+                                     : SearchSteps<4>(n, key);
   return base < count ? base : count;
 }
 
