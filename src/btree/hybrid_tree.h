@@ -37,7 +37,9 @@
 // readers are optimistic (leaf version word, leaf_common.h), writers lock one leaf (its
 // predecessor too while replacing it); every operation holds an allocator epoch guard so a
 // replaced leaf is freed only when no reader can hold it. NV-Tree and wB+-Tree were
-// single-threaded designs: they run behind one reader-writer lock (readers shared).
+// single-threaded designs: they run behind one reader-writer lock (readers shared), the
+// library's inline writer-preferring pm::RwLock (a write takes one compare-and-swap and one
+// fetch_and; std::shared_mutex cost about 95 instructions in pthread_rwlock calls per write).
 #ifndef PMINDEX_BTREE_HYBRID_TREE_H_
 #define PMINDEX_BTREE_HYBRID_TREE_H_
 
@@ -46,7 +48,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
+#include <shared_mutex>  // std::shared_lock
 #include <string>
 #include <vector>
 
@@ -54,6 +56,7 @@
 #include "btree/leaf_common.h"
 #include "pm/alloc.h"
 #include "pm/persist.h"
+#include "pm/rw_lock.h"
 #include "pmindex/index.h"
 
 namespace pmindex::btree {
@@ -162,7 +165,7 @@ class HybridTree final : public Index {
       auto guard = pool_->allocator().epoch_guard();
       found = find(k, &v);
     } else {
-      std::shared_lock<std::shared_mutex> lock(rw_);
+      std::shared_lock<pm::RwLock> lock(rw_);
       found = find(k, &v);
     }
     if (found && value != nullptr) {
@@ -189,7 +192,7 @@ class HybridTree final : public Index {
       auto guard = pool_->allocator().epoch_guard();
       return scan_from(from, max_count, fn);
     } else {
-      std::shared_lock<std::shared_mutex> lock(rw_);
+      std::shared_lock<pm::RwLock> lock(rw_);
       return scan_from(from, max_count, fn);
     }
   }
@@ -263,7 +266,7 @@ class HybridTree final : public Index {
   char* base_;
   BTreeRoot* root_;
   InnerTree inner_;
-  std::shared_mutex rw_;     // only for !kConcurrent layouts
+  pm::RwLock rw_;            // only for !kConcurrent layouts
   std::mutex first_leaf_mu_;  // creation of the first leaf
   // A free leaf block that only a compaction in a full pool may use (0: none). Never linked
   // while it is here, so a crash leaves it unreachable: the allocator rebuild frees it.
@@ -291,7 +294,7 @@ Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
       auto guard = pool_->allocator().epoch_guard();
       s = write_locked(op, k, v);
     } else {
-      std::unique_lock<std::shared_mutex> lock(rw_);
+      std::unique_lock<pm::RwLock> lock(rw_);
       s = write_locked(op, k, v);
     }
     // Leaves replaced earlier may still wait for their grace period: free them (outside
@@ -663,7 +666,7 @@ Status HybridTree<Layout>::visit_blocks(BlockVisitor& visitor) {
 template <typename Layout>
 Status HybridTree<Layout>::verify() {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
-  std::unique_lock<std::shared_mutex> lock(rw_, std::defer_lock);
+  std::unique_lock<pm::RwLock> lock(rw_, std::defer_lock);
   if constexpr (!kConcurrent) lock.lock();
   std::vector<std::pair<uint64_t, void*>> leaves;
   const uint64_t max_leaves = pool_->size() / sizeof(Leaf) + 1;
@@ -706,7 +709,7 @@ template <typename Layout>
 IndexStats HybridTree<Layout>::stats() {
   IndexStats st;
   if (pool_ == nullptr) return st;
-  std::unique_lock<std::shared_mutex> lock(rw_, std::defer_lock);
+  std::unique_lock<pm::RwLock> lock(rw_, std::defer_lock);
   if constexpr (!kConcurrent) lock.lock();
   uint64_t leaves = 0;
   const uint64_t head = root_->head;

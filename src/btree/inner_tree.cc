@@ -22,6 +22,7 @@ inline bool Upgrade(InnerTree::Node* n, uint64_t v) {
 InnerTree::Node* InnerTree::new_node(uint32_t level) {
   Node* n = new Node;
   n->level = level;
+  for (auto& k : n->keys) k.store(kNoKey, kRelaxed);  // invariant 1: no keys yet
   std::lock_guard<std::mutex> lock(nodes_mu_);
   nodes_.push_back(n);
   return n;
@@ -67,6 +68,7 @@ void InnerTree::split(Node* parent, Node* n) {
     root_.store(root, std::memory_order_release);  // while n is locked: invariant 3
   }
   n->count.store(mid, kRelaxed);
+  for (uint32_t i = mid; i < count; ++i) n->keys[i].store(kNoKey, kRelaxed);  // invariant 1
 }
 
 InnerTree::Node* InnerTree::lock_parent(uint64_t low_key, const void* leaf, bool need_room,
@@ -129,6 +131,7 @@ void InnerTree::remove_child(Node* n, uint32_t index) {
     n->keys[i - 1].store(n->keys[i].load(kRelaxed), kRelaxed);
     n->children[i].store(n->children[i + 1].load(kRelaxed), std::memory_order_release);
   }
+  n->keys[count - 1].store(kNoKey, kRelaxed);  // invariant 1
   n->count.store(count - 1, kRelaxed);
 }
 
@@ -184,6 +187,12 @@ Status InnerTree::verify(const std::vector<std::pair<uint64_t, void*>>& leaves) 
         if (count > kMaxKeys) {
           error = "inner node count " + std::to_string(count) + " too large";
           return;
+        }
+        for (uint32_t i = count; i <= kMaxKeys; ++i) {
+          if (n->keys[i].load() != kNoKey) {
+            error = "inner node key slot " + std::to_string(i) + " past the count is not kNoKey";
+            return;
+          }
         }
         for (uint32_t i = 0; i < count; ++i) {
           const uint64_t k = n->keys[i].load();

@@ -12,7 +12,8 @@
 // Nodes are never freed while the tree lives (inner nodes do not merge), so a reader may
 // always dereference a node pointer it read; it learns from the version whether what it read
 // was consistent. Invariants:
-//   1. keys in a node are strictly increasing; count <= kMaxKeys.
+//   1. keys in a node are strictly increasing; count <= kMaxKeys; keys[count..kMaxKeys] hold
+//      kNoKey (the search's sentinels: the binary search then needs no bound, ChildIndex).
 //   2. every key under child i of a node lies in that child's bounds.
 //   3. the root pointer changes only while the old root is locked (root split).
 #ifndef PMINDEX_BTREE_INNER_TREE_H_
@@ -35,15 +36,22 @@ namespace pmindex::btree {
 class InnerTree {
  public:
   static constexpr uint32_t kMaxKeys = 126;  // a node fills 2 KiB
+  // The value of every key slot from count on (also a valid key: ChildIndex clamps).
+  static constexpr uint64_t kNoKey = UINT64_MAX;
 
+  //   off    0  version            pm::VersionLock word (leaf_common.h)
+  //   off    8  count              keys; count + 1 children
+  //   off   12  level              1: children are leaves
+  //   off   16  keys[127]          keys[0..count) in order, the rest kNoKey (invariant 1)
+  //   off 1032  children[127]
   struct alignas(64) Node {
-    uint64_t version = 0;              // pm::VersionLock word (leaf_common.h)
-    std::atomic<uint32_t> count{0};    // keys; count + 1 children
-    uint32_t level = 1;                // 1: children are leaves
-    std::atomic<uint64_t> keys[kMaxKeys];
+    uint64_t version = 0;
+    std::atomic<uint32_t> count{0};
+    uint32_t level = 1;
+    std::atomic<uint64_t> keys[kMaxKeys + 1];
     std::atomic<void*> children[kMaxKeys + 1];
   };
-  static_assert(sizeof(Node) == 2048);
+  static_assert(sizeof(Node) == 2048 && offsetof(Node, keys) == 16);
 
   InnerTree() = default;
   ~InnerTree() { clear(); }
@@ -99,26 +107,39 @@ class InnerTree {
 
 namespace inner_detail {
 
+// The number of keys <= key among slots 0 .. 2 * kFirst - 2 (kFirst a power of two).
+template <uint32_t kFirst>
+[[gnu::always_inline]] inline uint32_t SearchSteps(const InnerTree::Node* n, uint64_t key) {
+  uint32_t base = 0;
+#pragma GCC unroll 7
+  for (uint32_t step = kFirst; step != 0; step /= 2) {
+    base = n->keys[base + step - 1].load(std::memory_order_relaxed) <= key ? base + step : base;
+  }
+  return base;
+}
+
 // Index of the child covering `key`: the number of keys <= key.
 inline uint32_t ChildIndex(const InnerTree::Node* n, uint64_t key) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   uint32_t count = n->count.load(kRelaxed);
   if (count > InnerTree::kMaxKeys) count = InnerTree::kMaxKeys;  // torn read; validated later
   // Fetch every key line at once: the binary search then waits for one miss, not seven.
-  // All of them, whatever the count: 15 prefetch instructions, where a loop bounded by the
+  // All of them, whatever the count: 16 prefetch instructions, where a loop bounded by the
   // count cost three instructions per line (about 125 per descent).
   const char* node = reinterpret_cast<const char*>(n);
   constexpr size_t kKeysEnd = offsetof(InnerTree::Node, keys) + sizeof(n->keys);
-#pragma GCC unroll 16
-  for (size_t off = 64; off < kKeysEnd; off += 64) PrefetchLine(node + off);  // lines 1..15
-  if (count == 0) return 0;
-  uint32_t base = 0;
-  while (count > 1) {  // branch-free: the key lines are in flight already
-    const uint32_t half = count / 2;
-    base = n->keys[base + half].load(kRelaxed) <= key ? base + half : base;
-    count -= half;
-  }
-  return base + (n->keys[base].load(kRelaxed) <= key);
+#pragma GCC unroll 17
+  for (size_t off = 64; off < kKeysEnd; off += 64) PrefetchLine(node + off);  // lines 1..16
+  // Fixed steps, no bound and no loop: the slots from count on hold kNoKey, so
+  // "keys[i] <= key" stays monotone in i and the count of slots <= key is the answer, except
+  // for key == kNoKey, which the clamp corrects. Steps from s down to 1 reach 2s - 1 slots:
+  // seven for a full node, fewer for a small one (a root of a few keys), whose search is a
+  // chain of dependent loads like the others. (A search bounded by count cost about eight
+  // instructions per step; a torn read only gives a wrong index in range.)
+  const uint32_t base = count >= 32  ? SearchSteps<64>(n, key)
+                        : count >= 8 ? SearchSteps<16>(n, key)
+                                     : SearchSteps<4>(n, key);
+  return base < count ? base : count;
 }
 
 // A stable (unlocked) version. Inner nodes are never marked obsolete.

@@ -32,9 +32,9 @@
 //            off  6  slot[58]   u8   log indexes of the live entries in key order
 //
 // Insert/update/upsert (2 persistent instructions): optimistic search (a conditional write
-// that must fail writes nothing); claim log entry e with a CAS on nlogs (no lock); write and
-// persist log[e]; lock the leaf; if the slot array changed since the search (the stamp of
-// ReadLine moved), search again and re-check the condition; write the new slot array into
+// that must fail writes nothing); claim log entry e with a CAS on nlogs (no lock); write
+// log[e]; lock the leaf; persist log[e]; if the slot array changed since the search (the
+// stamp of ReadLine moved), search again and re-check the condition; write the new slot array into
 // the line that is not the truth, with seq + 1 and its CRC, persist it; flip `cur`; (DS:
 // copy into the transient line); unlock. Remove: search, lock, new slot line, persist (1).
 //
@@ -46,8 +46,10 @@
 // and holds the new state. Recovery picks the truth, resets every volatile field (nlogs =
 // 1 + the largest named index: unnamed entries above it are free again).
 //
-// Thread safety: natively concurrent. Writers claim log entries lock-free and persist them
-// in parallel; only the slot-line update runs under the leaf lock. RNTree readers wait while
+// Thread safety: natively concurrent. Writers claim log entries lock-free; the log entry's
+// persist and the slot-line update run under the leaf lock (the paper persists log entries
+// outside it, in parallel: here the lock's compare-and-swap would then follow the persist
+// and wait for its write-back, see Write). RNTree readers wait while
 // a leaf is locked and retry if its version moved (every slot change bumps it). RNTree+DS
 // readers use the transient line (a seqlock guards the 64-byte copy, standing in for the
 // paper's HTM snapshot), which a writer updates only after the persistent line is durable:
@@ -113,9 +115,9 @@ struct RNTreeLayout {
       kDual ? "RNTree leaves with the dual (transient) slot array for readers"
             : "RNTree leaves (append log + checksummed cache-line slot array, 2 fences/op)";
   static constexpr const char* kConcurrency =
-      kDual ? "concurrent: lock-free log claims, persists outside the leaf lock, readers "
+      kDual ? "concurrent: lock-free log claims, persists under the leaf lock, readers "
               "never wait for writers (dual slot array)"
-            : "concurrent: lock-free log claims, persists outside the leaf lock, readers "
+            : "concurrent: lock-free log claims, persists under the leaf lock, readers "
               "retry on slot changes";
   static constexpr size_t kCapacity = Leaf::kCapacity;
   static constexpr uint32_t kLayoutVersion = 1;
@@ -397,11 +399,16 @@ struct RNTreeLayout {
       }
       Store(l->log[e].key, key);
       Store(l->log[e].value, value);
-      if (!pm::mutant("rntree.skip_kv_persist")) pc.persist(&l->log[e], sizeof(Entry));
     }
-    // The leaf may have been replaced while we persisted: then log[e] is in a dead leaf and
-    // the operation restarts from the root.
+    // The lock is taken before log[e] is persisted, not after: a locked instruction right
+    // after a persist waits until its write-back completed (the CAS then cost ~160 ns per
+    // insert in adr; doc/performance.md, "rntree insert: the leaf lock before the log
+    // persist"). The leaf may have been replaced since the search: then log[e] is in a dead
+    // leaf and the operation restarts from the root.
     if (!VersionLock::LockInline(&l->version, kGen)) return {Outcome::kRetry};
+    if (op != Op::kRemove && !pm::mutant("rntree.skip_kv_persist")) {
+      pc.persist(&l->log[e], sizeof(Entry));  // durable before a slot line names it
+    }
     const RNSlotLine* base = &l->line[l->cur];  // the truth; the stamp says if we searched it
     if (LockedStamp(l) != stamp) {  // slots changed since the search: search again
       present = Search(l, *base, base->count, key, &p);

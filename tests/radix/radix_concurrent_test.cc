@@ -17,8 +17,8 @@
 #include <shared_mutex>
 
 #include "common/model_checker.h"
+#include "pm/rw_lock.h"
 #include "pmindex/index.h"
-#include "radix/common/rw_lock.h"
 #include "radix/radix_test_util.h"
 
 namespace pmindex::testing {
@@ -227,7 +227,7 @@ TEST_P(RadixConcurrentTest, FullPoolReclaimsRetiredBlocks) {
 // The lock itself: a writer is alone (no reader and no other writer inside), readers share,
 // and a writer gets in while readers keep re-entering (writers first).
 TEST(RadixRwLockTest, WritersExcludeEveryoneAndAreNotStarved) {
-  radix::RwLock lock;
+  pm::RwLock lock;
   std::atomic<int> readers_in{0}, writers_in{0};
   std::atomic<bool> failed{false}, stop{false};
   uint64_t guarded = 0;  // written only under the writer lock, read under the reader lock

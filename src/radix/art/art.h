@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "pm/rw_lock.h"
 #include "pmindex/index.h"
-#include "radix/common/rw_lock.h"
 #include "radix/art/art_nodes.h"
 
 namespace pmindex::radix {
@@ -60,7 +60,7 @@ class Art final : public Index {
   Status VerifyRef(art::Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t) const;
 
   IndexTraits traits_;
-  RwLock mu_;  // writer-preferring
+  pm::RwLock mu_;  // writer-preferring
   art::Ref root_ = 0;
 };
 

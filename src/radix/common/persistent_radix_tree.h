@@ -79,13 +79,13 @@
 #include <string>
 #include <vector>
 
+#include "pm/rw_lock.h"
 #include "pmindex/index.h"
 #include "radix/common/key.h"
 #include "radix/common/node_search.h"
 #include "radix/common/pm_leaf.h"
 #include "radix/common/pm_tree_util.h"
 #include "radix/common/prefix_header.h"
-#include "radix/common/rw_lock.h"
 
 namespace pmindex::radix {
 
@@ -268,7 +268,7 @@ class PersistentRadixTree final : public Index {
   std::unique_ptr<Pool> pool_;
   uint64_t root_offset_;  // of RootSlot in the mapping: lookups skip the call to find it
   IndexTraits traits_;
-  RwLock mu_;  // writer-preferring; writers, scans and whole-tree walks (not lookups)
+  pm::RwLock mu_;  // writer-preferring; writers, scans and whole-tree walks (not lookups)
   std::atomic<uint64_t> repairs_{0};
 };
 

@@ -1,4 +1,5 @@
-// RwLock: the reader-writer lock of the single-threaded radix designs (WORT, WOART, ART).
+// RwLock: the reader-writer lock of the single-threaded designs (WORT, WOART, ART, and the
+// B+trees with NV-Tree, wB+-Tree and wB+-Tree-SO leaves).
 // Writer-preferring: once a writer waits, new readers wait behind it (glibc's default
 // rwlock and std::shared_mutex prefer readers, which starved the one writer while readers
 // kept arriving).
@@ -30,15 +31,15 @@
 // Thread safety: that is its purpose. Satisfies Lockable and SharedLockable, so it works
 // with std::unique_lock and std::shared_lock. At most 65,535 concurrent readers and 32,767
 // waiting writers.
-#ifndef PMINDEX_RADIX_COMMON_RW_LOCK_H_
-#define PMINDEX_RADIX_COMMON_RW_LOCK_H_
+#ifndef PMINDEX_PM_RW_LOCK_H_
+#define PMINDEX_PM_RW_LOCK_H_
 
 #include <atomic>
 #include <cstdint>
 
 #include "pm/epoch.h"
 
-namespace pmindex::radix {
+namespace pmindex::pm {
 
 class RwLock {
  public:
@@ -137,6 +138,6 @@ class RwLock {
   std::atomic<uint32_t> sleepers_{0};
 };
 
-}  // namespace pmindex::radix
+}  // namespace pmindex::pm
 
-#endif  // PMINDEX_RADIX_COMMON_RW_LOCK_H_
+#endif  // PMINDEX_PM_RW_LOCK_H_
