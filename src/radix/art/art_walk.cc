@@ -1,5 +1,6 @@
 // Volatile ART: ordered scan, verify and stats.
 #include <algorithm>
+#include <cstddef>
 #include <mutex>
 #include <string>
 
@@ -26,29 +27,38 @@ struct Art::ScanState : ScanStack<Ref> {};
 
 namespace {
 
+// A leaf's first line and the line of its 19th byte: a leaf of an 8-byte key and an 8-byte
+// value (19 bytes) in a malloc block (16-byte aligned) crosses a line boundary one time in
+// four, and its value is then read from a second line. A node's first three lines.
 void ScanPrefetch(Ref r) {
   const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
   pm::PrefetchLine(p);
-  if (!IsLeaf(r)) {
+  if (IsLeaf(r)) {
+    pm::PrefetchLine(p + offsetof(Leaf, data) + 15);
+  } else {
     pm::PrefetchLine(p + 64);
     pm::PrefetchLine(p + 128);
   }
 }
 
-// The node's children from byte `from` in key order into kids; their count.
-size_t Children(const Node* n, int from, Ref* kids) {
+// The first `limit` (>= 1) children from byte `from` in key order into kids; their count.
+// A scan never reaches more than it has leaves left to output (every child holds a key), so
+// the rest of a wide node is not read.
+size_t Children(const Node* n, int from, Ref* kids, size_t limit) {
   size_t k = 0;
   art::ForEachChild(n, from, [&](uint8_t, Ref c) {
     kids[k++] = c;
-    return true;
+    return k < limit;
   });
   return k;
 }
 
-// The end reference (if any) and the children in key order into kids; their count.
-size_t AllChildren(const Node* n, Ref* kids) {
+// The end reference (if any) and the children in key order, the first `limit` (>= 1) of
+// them, into kids; their count.
+size_t AllChildren(const Node* n, Ref* kids, size_t limit) {
+  if (n->end == 0) return Children(n, -1, kids, limit);
   kids[0] = n->end;
-  return (n->end != 0) + Children(n, -1, kids + (n->end != 0));
+  return limit == 1 ? 1 : 1 + Children(n, -1, kids + 1, limit - 1);
 }
 
 }  // namespace
@@ -91,7 +101,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       break;
     }
     const uint8_t u = s[pos];  // the end leaf's key is a prefix of start: below
-    const size_t k = st.Push(kids, Children(n, u + 1, kids), pos + 1);
+    const size_t k = st.Push(kids, Children(n, u + 1, kids, st.need), pos + 1);
     for (size_t i = 0; i < std::min<size_t>(k, kScanPathPrefetch); ++i) ScanPrefetch(kids[i]);
     const Ref* next = art::FindChild(const_cast<Node*>(n), u);
     r = next != nullptr ? *next : 0;
@@ -106,7 +116,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       continue;
     }
     auto* n = reinterpret_cast<const Node*>(r);
-    const size_t k = std::min(AllChildren(n, kids), st.need);
+    const size_t k = AllChildren(n, kids, st.need);
     for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
     size_t i = 0;
     while (i < k && IsLeaf(kids[i])) st.Output(kids[i++]);
@@ -119,7 +129,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
     if (st.TakeForPreExpansion(pushed, [](Ref c) { return !IsLeaf(c); }, &y)) {
       auto* yn = reinterpret_cast<const Node*>(y);
       if (yn->type == art::NodeType::k4 || yn->type == art::NodeType::k16) {
-        const size_t m = std::min(AllChildren(yn, kids), st.need - pushed);
+        const size_t m = AllChildren(yn, kids, st.need - pushed);
         for (size_t j = 0; j < m; ++j) ScanPrefetch(kids[j]);
       } else {
         pm::PrefetchLines(yn, 192, art::NodeBytes(yn->type));

@@ -26,6 +26,15 @@ inline unsigned Less16(const uint8_t* keys, uint8_t byte) {
   return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(k, b)));
 }
 
+// Bit i set iff bytes[i] != 0 (all 16 lanes): a Node48's index, 16 key bytes at a time, so a
+// walk over its children branches once per child and once per 16 bytes instead of once per
+// byte (a node of 30 children among 256 bytes mispredicts on most of them).
+inline unsigned NonZero16(const uint8_t* bytes) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  return ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128()))) &
+         0xFFFFu;
+}
+
 // Index of `byte` among the first `count` keys of a 16-byte array, or -1.
 inline int Find16(const uint8_t* keys, unsigned count, uint8_t byte) {
   const unsigned m = Match16(keys, byte) & ((1u << count) - 1);

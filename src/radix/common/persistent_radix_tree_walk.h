@@ -44,12 +44,14 @@ void PersistentRadixTree<Ops>::ScanPrefetch(const char* mem, uint64_t w) {
     Ops::PrefetchChildren(mem, w);
 }
 
-// The node's end word (if any) and children in key order into kids; their count.
+// The node's end word (if any) and children in key order into kids, at least the first
+// `limit` (>= 1) of them; their count (capped by the caller).
 template <typename Ops>
-size_t PersistentRadixTree<Ops>::ScanChildren(uint64_t w, uint64_t* kids) const {
+size_t PersistentRadixTree<Ops>::ScanChildren(uint64_t w, uint64_t* kids, size_t limit) const {
   const uint64_t end = base(w)->end;
+  if (end == 0) return Ops::Children(*pool_, w, 0, kids, limit);
   kids[0] = end;
-  return (end != 0) + Ops::Children(*pool_, w, 0, kids + (end != 0));
+  return limit == 1 ? 1 : 1 + Ops::Children(*pool_, w, 0, kids + 1, limit - 1);
 }
 
 // One chunk: the words of up to st.need leaves with key >= start, in key order, into
@@ -90,7 +92,7 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
       break;
     }
     const uint8_t u = Span::unit(s, pos);  // the end word's key is a prefix of start: below
-    const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids), pos + 1);
+    const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids, st.need), pos + 1);
     for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
       ScanPrefetch(mem, kids[i]);
     const uint64_t* next = Ops::FindChild(*pool_, w, u);
@@ -113,7 +115,7 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     uint64_t hw = LoadWord(&base(w)->header);
     if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
       hw = RepairHeader(w, depth, hw).Encode();
-    const size_t n = std::min(ScanChildren(w, kids), st.need);
+    const size_t n = std::min(ScanChildren(w, kids, st.need), st.need);
     // Again if the node was pre-expanded: a request for a line already in flight or cached
     // costs little, and measured faster than skipping it.
     for (size_t i = 0; i < n; ++i) ScanPrefetch(mem, kids[i]);
@@ -124,7 +126,7 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     // Pre-expand the next pending node below the children just pushed.
     uint64_t y;
     if (st.TakeForPreExpansion(pushed, [](uint64_t c) { return !IsLeafChild(c); }, &y)) {
-      const size_t m = std::min(ScanChildren(y, kids), st.need - pushed);
+      const size_t m = std::min(ScanChildren(y, kids, st.need - pushed), st.need - pushed);
       for (size_t j = 0; j < m; ++j) ScanPrefetch(mem, kids[j]);
     }
   }

@@ -73,8 +73,11 @@ struct WortOps {
     return true;
   }
   static constexpr unsigned kMaxChildren = WortNode::kFanout;
-  // Without a branch per slot: which slots are empty is as good as random.
-  static size_t Children(const Pool& pool, uint64_t w, unsigned first, uint64_t* out) {
+  // The children from unit `first`, in key order: all of them, whatever `limit` (callers
+  // take the first `limit`), without a branch per slot: which slots are empty is as good as
+  // random.
+  static size_t Children(const Pool& pool, uint64_t w, unsigned first, uint64_t* out,
+                         size_t /*limit*/) {
     const WortNode* n = node(pool, w);
     size_t k = 0;
     for (unsigned c = first; c < WortNode::kFanout; ++c) {
