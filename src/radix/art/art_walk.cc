@@ -41,6 +41,15 @@ void ScanPrefetch(Ref r) {
   }
 }
 
+// Once a node's first line (its type) is read: the rest of the lines a walk over its children
+// reads, requested together, so the index and the child slots are waited for once.
+void PrefetchRest(const Node* n) {
+  if (n->type == art::NodeType::k48)
+    pm::PrefetchLines(n, 192, sizeof(art::Node48));
+  else if (n->type == art::NodeType::k256)
+    pm::PrefetchLines(n, 192, 512);
+}
+
 // The first `limit` (>= 1) children from byte `from` in key order into kids; their count.
 // A scan never reaches more than it has leaves left to output (every child holds a key), so
 // the rest of a wide node is not read.
@@ -82,6 +91,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       break;
     }
     auto* n = reinterpret_cast<const Node*>(r);
+    PrefetchRest(n);
     const size_t pos = depth + n->prefix_len;
     int order = 0;  // of the node's prefix against start's bytes there
     if (n->prefix_len != 0) {
@@ -101,10 +111,14 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       break;
     }
     const uint8_t u = s[pos];  // the end leaf's key is a prefix of start: below
+    // The next block of the path is requested before this node's right children are
+    // collected.
+    const Ref* next = art::FindChild(const_cast<Node*>(n), u);
+    const Ref down = next != nullptr ? *next : 0;
+    if (down != 0) ScanPrefetch(down);
     const size_t k = st.Push(kids, Children(n, u + 1, kids, st.need), pos + 1);
     for (size_t i = 0; i < std::min<size_t>(k, kScanPathPrefetch); ++i) ScanPrefetch(kids[i]);
-    const Ref* next = art::FindChild(const_cast<Node*>(n), u);
-    r = next != nullptr ? *next : 0;
+    r = down;
     depth = pos + 1;
   }
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i) ScanPrefetch(st.Peek(i));
@@ -116,11 +130,15 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       continue;
     }
     auto* n = reinterpret_cast<const Node*>(r);
+    PrefetchRest(n);
     const size_t k = AllChildren(n, kids, st.need);
     for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
     size_t i = 0;
     while (i < k && IsLeaf(kids[i])) st.Output(kids[i++]);
-    if (i == k) continue;
+    if (i == k) {  // as PersistentRadixTree's walk: request the pending word after the next
+      if (st.size > 1) ScanPrefetch(st.Peek(1));
+      continue;
+    }
     const size_t pushed = st.Push(kids + i, k - i, depth + n->prefix_len + 1);
     // Pre-expansion reads the next node's children only if they lie in the three lines
     // prefetched (Node4, Node16); of a Node48 or Node256 it requests the other lines, so its

@@ -92,11 +92,16 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
       break;
     }
     const uint8_t u = Span::unit(s, pos);  // the end word's key is a prefix of start: below
+    // The next block of the path, all the lines the descent and the walk read of it, is
+    // requested before this node's right children are collected: one wait per level
+    // instead of one per line read (header, then child slot).
+    const uint64_t* next = Ops::FindChild(*pool_, w, u);
+    const uint64_t down = next != nullptr ? *next : 0;
+    if (down != 0) ScanPrefetch(mem, down);
     const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids, st.need), pos + 1);
     for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
       ScanPrefetch(mem, kids[i]);
-    const uint64_t* next = Ops::FindChild(*pool_, w, u);
-    w = next != nullptr ? *next : 0;
+    w = down;
     depth = pos + 1;
   }
   // The nearest pending words, the ones the walk starts with, whatever path level pushed
@@ -121,7 +126,12 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     for (size_t i = 0; i < n; ++i) ScanPrefetch(mem, kids[i]);
     size_t i = 0;
     while (i < n && IsLeafChild(kids[i])) st.Output(kids[i++]);
-    if (i == n) continue;
+    if (i == n) {
+      // Only leaves: the next pending word is expanded now, and was requested earlier (the
+      // descent, or this rule one expansion ago); the one after it is requested here.
+      if (st.size > 1) ScanPrefetch(mem, st.Peek(1));
+      continue;
+    }
     const size_t pushed = st.Push(kids + i, n - i, PrefixHeader::PosOf(hw) + 1);
     // Pre-expand the next pending node below the children just pushed.
     uint64_t y;
