@@ -152,6 +152,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       } else {
         pm::PrefetchLines(yn, 192, art::NodeBytes(yn->type));
       }
+      if (st.size > pushed + 1 && st.need > pushed + 1) ScanPrefetch(st.Peek(pushed + 1));
     }
   }
 }

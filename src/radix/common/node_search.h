@@ -6,6 +6,7 @@
 #define PMINDEX_RADIX_COMMON_NODE_SEARCH_H_
 
 #include <emmintrin.h>
+#include <smmintrin.h>
 
 #include <cstdint>
 
@@ -33,6 +34,18 @@ inline unsigned NonZero16(const uint8_t* bytes) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
   return ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128()))) &
          0xFFFFu;
+}
+
+// Bit i set iff words[i] != 0, for 16 words (a WORT node's child slots): two words per
+// compare, so a walk over the children branches once per child, not once per slot.
+inline unsigned NonZeroWords16(const uint64_t* words) {
+  unsigned zero = 0;
+  for (unsigned i = 0; i < 16; i += 2) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + i));
+    const __m128i z = _mm_cmpeq_epi64(v, _mm_setzero_si128());
+    zero |= static_cast<unsigned>(_mm_movemask_pd(_mm_castsi128_pd(z))) << i;
+  }
+  return ~zero & 0xFFFFu;
 }
 
 // Index of `byte` among the first `count` keys of a 16-byte array, or -1.

@@ -133,11 +133,13 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
       continue;
     }
     const size_t pushed = st.Push(kids + i, n - i, PrefixHeader::PosOf(hw) + 1);
-    // Pre-expand the next pending node below the children just pushed.
+    // Pre-expand the next pending node below the children just pushed, and request the
+    // pending word below it, which the next pre-expansion reads.
     uint64_t y;
     if (st.TakeForPreExpansion(pushed, [](uint64_t c) { return !IsLeafChild(c); }, &y)) {
       const size_t m = std::min(ScanChildren(y, kids, st.need - pushed), st.need - pushed);
       for (size_t j = 0; j < m; ++j) ScanPrefetch(mem, kids[j]);
+      if (st.size > pushed + 1 && st.need > pushed + 1) ScanPrefetch(mem, st.Peek(pushed + 1));
     }
   }
 }
