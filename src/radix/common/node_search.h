@@ -36,16 +36,19 @@ inline unsigned NonZero16(const uint8_t* bytes) {
          0xFFFFu;
 }
 
-// Bit i set iff words[i] != 0, for 16 words (a WORT node's child slots): two words per
-// compare, so a walk over the children branches once per child, not once per slot.
-inline unsigned NonZeroWords16(const uint64_t* words) {
-  unsigned zero = 0;
-  for (unsigned i = 0; i < 16; i += 2) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + i));
-    const __m128i z = _mm_cmpeq_epi64(v, _mm_setzero_si128());
-    zero |= static_cast<unsigned>(_mm_movemask_pd(_mm_castsi128_pd(z))) << i;
-  }
-  return ~zero & 0xFFFFu;
+// Bits 2i and 2i+1 set iff words[i] != 0, for 16 words (a WORT node's child slots): two
+// words per compare, the compares packed to bytes, so a walk over the children branches
+// once per child, not once per slot (take the even bits: word i is bit 2i).
+inline uint32_t NonZeroWords16x2(const uint64_t* words) {
+  const auto* p = reinterpret_cast<const __m128i*>(words);
+  const __m128i z = _mm_setzero_si128();
+  auto eq = [&](int i) { return _mm_cmpeq_epi64(_mm_loadu_si128(p + i), z); };
+  // Each 64-bit compare lane is all ones or all zeros, so saturating packs keep it.
+  const __m128i lo = _mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)));
+  const __m128i hi = _mm_packs_epi16(_mm_packs_epi32(eq(4), eq(5)), _mm_packs_epi32(eq(6), eq(7)));
+  const uint32_t zero = static_cast<uint32_t>(_mm_movemask_epi8(lo)) |
+                        static_cast<uint32_t>(_mm_movemask_epi8(hi)) << 16;
+  return ~zero;
 }
 
 // Index of `byte` among the first `count` keys of a 16-byte array, or -1.

@@ -149,10 +149,11 @@ size_t PersistentRadixTree<Ops>::scan(std::string_view start, size_t max_count,
                                       ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
+  const char* const mem = pool_->base();  // held here: the callback may alias anything
   return ScanInChunks<ScanState>(
       start, max_count, fn, [&](std::string_view from, ScanState& st) { ScanChunk(from, st); },
-      [&](uint64_t w) {
-        const auto* l = leaf(w);
+      [mem](uint64_t w) {
+        const auto* l = reinterpret_cast<const PmLeaf*>(LeafAt(mem, w));
         return std::pair<std::string_view, std::string_view>(l->key(), l->value());
       });
 }

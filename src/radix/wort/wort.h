@@ -80,8 +80,9 @@ struct WortOps {
                          size_t /*limit*/) {
     const WortNode* n = node(pool, w);
     size_t k = 0;
-    for (unsigned set = NonZeroWords16(n->child) & (~0u << first); set != 0; set &= set - 1)
-      out[k++] = n->child[__builtin_ctz(set)];
+    uint32_t set = NonZeroWords16x2(n->child) & 0x55555555u &
+                   static_cast<uint32_t>(~uint64_t{0} << (2 * first));  // first <= 16
+    for (; set != 0; set &= set - 1) out[k++] = n->child[__builtin_ctz(set) / 2];
     return k;
   }
   // The scan reads every child word: the node's three lines.
