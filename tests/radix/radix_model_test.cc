@@ -220,5 +220,35 @@ TEST_P(RadixWideNodeScanTest, EveryStartByteOfWideNodes) {
 
 INSTANTIATE_TEST_SUITE_P(Radix, RadixWideNodeScanTest, ::testing::Values("wort", "woart", "art"));
 
+// Scans whose descent is deeper than the levels a scan defers (kScanPath, 64): a chain of
+// nested keys c, cc, ccc, ... (each the end key of a node), each level with a right child
+// (cd, ccd, ...) and a left one (cb, ccb, ...), so every level of a 150-level path pushes,
+// from starts at every depth, against the model.
+TEST_P(RadixWideNodeScanTest, DeepPathsPushAsTheyGo) {
+  const uint64_t seed = 0xdee9;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  ModelChecker checker(seed);
+  ASSERT_NO_FATAL_FAILURE(checker.create(GetParam(), dir.file("pool"), SmallPoolOptions()));
+  constexpr int kDepth = 150;
+  for (int i = 1; i <= kDepth; ++i) {
+    const std::string chain(static_cast<size_t>(i), 'c');
+    ASSERT_NO_FATAL_FAILURE(checker.insert(chain, "e" + std::to_string(i)));
+    ASSERT_NO_FATAL_FAILURE(checker.insert(chain + "d", "r" + std::to_string(i)));
+    ASSERT_NO_FATAL_FAILURE(checker.insert(chain + "b", "l" + std::to_string(i)));
+  }
+  ASSERT_NO_FATAL_FAILURE(checker.verify());
+  for (int i = 0; i <= kDepth + 1; i += 1) {
+    const std::string chain(static_cast<size_t>(i), 'c');
+    for (const std::string& start : {chain, chain + "c", chain + "ca", chain + "e"}) {
+      for (size_t limit : {size_t{1}, size_t{3}, size_t{64}, size_t{100}, size_t{257}}) {
+        SCOPED_TRACE("depth " + std::to_string(i) + " limit " + std::to_string(limit));
+        ASSERT_NO_FATAL_FAILURE(
+            ExpectScanMatchesModel(checker.index(), checker.model(), start, limit));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pmindex::testing

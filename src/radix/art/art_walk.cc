@@ -80,6 +80,15 @@ struct Art::Totals {
 
 void Art::ScanChunk(std::string_view start, ScanState& st) const {
   Ref kids[257];
+  // Pushes a path level's right children (on top, or under what is kept) and requests the
+  // nearest ones.
+  auto push_level = [&](Ref node, unsigned from, size_t d, bool under) {
+    const size_t got = Children(reinterpret_cast<const Node*>(node), static_cast<int>(from),
+                                kids, st.need - (under ? st.size : 0));
+    const size_t k = under ? st.PushUnder(kids, got, d) : st.Push(kids, got, d);
+    for (size_t i = 0; i < std::min<size_t>(k, kScanPathPrefetch); ++i) ScanPrefetch(kids[i]);
+  };
+  ScanPath<Ref> path;
   // Descent: the references right of the path to `start`, nearest on top.
   const uint8_t* s = Bytes(start);
   const size_t su = start.size();
@@ -116,11 +125,23 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
     const Ref* next = art::FindChild(const_cast<Node*>(n), u);
     const Ref down = next != nullptr ? *next : 0;
     if (down != 0) ScanPrefetch(down);
-    const size_t k = st.Push(kids, Children(n, u + 1, kids, st.need), pos + 1);
-    for (size_t i = 0; i < std::min<size_t>(k, kScanPathPrefetch); ++i) ScanPrefetch(kids[i]);
+    if (path.levels == kScanPath && !path.eager) {  // too deep to defer: push as we go
+      for (size_t i = 0; i < path.levels; ++i)
+        push_level(path.node[i], path.from[i], path.depth[i], false);
+      path.eager = true;
+    }
+    if (path.eager)
+      push_level(r, u + 1u, pos + 1, false);
+    else
+      path.Add(r, u + 1u, pos + 1);
     r = down;
     depth = pos + 1;
   }
+  // The path's right children, deepest level first, under the reference the descent ended
+  // on.
+  if (!path.eager)
+    for (size_t i = path.levels; i-- > 0 && st.size < st.need;)
+      push_level(path.node[i], path.from[i], path.depth[i], true);
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i) ScanPrefetch(st.Peek(i));
   // The walk.
   while (st.size != 0 && st.need != 0) {

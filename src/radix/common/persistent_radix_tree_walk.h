@@ -60,6 +60,15 @@ template <typename Ops>
 void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) {
   const char* const mem = pool_->base();
   uint64_t kids[Ops::kMaxChildren + 1];
+  // Pushes a path level's right children (on top, or under what is kept) and requests the
+  // nearest ones.
+  auto push_level = [&](uint64_t node, unsigned from, size_t d, bool under) {
+    const size_t got = Ops::Children(*pool_, node, from, kids, st.need - (under ? st.size : 0));
+    const size_t n = under ? st.PushUnder(kids, got, d) : st.Push(kids, got, d);
+    for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
+      ScanPrefetch(mem, kids[i]);
+  };
+  ScanPath<uint64_t> path;
   // Descent: the words right of the path to `start`, nearest on top.
   const uint8_t* s = Bytes(start);
   const size_t su = Span::units(start.size());
@@ -98,12 +107,22 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     const uint64_t* next = Ops::FindChild(*pool_, w, u);
     const uint64_t down = next != nullptr ? *next : 0;
     if (down != 0) ScanPrefetch(mem, down);
-    const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids, st.need), pos + 1);
-    for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
-      ScanPrefetch(mem, kids[i]);
+    if (path.levels == kScanPath && !path.eager) {  // too deep to defer: push as we go
+      for (size_t i = 0; i < path.levels; ++i)
+        push_level(path.node[i], path.from[i], path.depth[i], false);
+      path.eager = true;
+    }
+    if (path.eager)
+      push_level(w, u + 1u, pos + 1, false);
+    else
+      path.Add(w, u + 1u, pos + 1);
     w = down;
     depth = pos + 1;
   }
+  // The path's right children, deepest level first, under the word the descent ended on.
+  if (!path.eager)
+    for (size_t i = path.levels; i-- > 0 && st.size < st.need;)
+      push_level(path.node[i], path.from[i], path.depth[i], true);
   // The nearest pending words, the ones the walk starts with, whatever path level pushed
   // them.
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i)
