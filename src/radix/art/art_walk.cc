@@ -80,13 +80,20 @@ struct Art::Totals {
 
 void Art::ScanChunk(std::string_view start, ScanState& st) const {
   Ref kids[257];
-  // Pushes a path level's right children (on top, or under what is kept) and requests the
-  // nearest ones.
+  // Requests a path level's nearest right children, during the descent (as
+  // PersistentRadixTree's walk).
+  auto prefetch_level = [&](const Node* node, unsigned from) {
+    const size_t k = Children(node, static_cast<int>(from), kids, kScanPathPrefetch);
+    for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
+  };
+  // Pushes a path level's right children (on top, or under what is kept).
   auto push_level = [&](Ref node, unsigned from, size_t d, bool under) {
     const size_t got = Children(reinterpret_cast<const Node*>(node), static_cast<int>(from),
                                 kids, st.need - (under ? st.size : 0));
-    const size_t k = under ? st.PushUnder(kids, got, d) : st.Push(kids, got, d);
-    for (size_t i = 0; i < std::min<size_t>(k, kScanPathPrefetch); ++i) ScanPrefetch(kids[i]);
+    if (under)
+      st.PushUnder(kids, got, d);
+    else
+      st.Push(kids, got, d);
   };
   ScanPath<Ref> path;
   // Descent: the references right of the path to `start`, nearest on top.
@@ -134,6 +141,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       push_level(r, u + 1u, pos + 1, false);
     else
       path.Add(r, u + 1u, pos + 1);
+    prefetch_level(n, u + 1u);
     r = down;
     depth = pos + 1;
   }
@@ -156,8 +164,14 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
     for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
     size_t i = 0;
     while (i < k && IsLeaf(kids[i])) st.Output(kids[i++]);
-    if (i == k) {  // as PersistentRadixTree's walk: request the pending word after the next
-      if (st.size > 1) ScanPrefetch(st.Peek(1));
+    if (i == k) {
+      // As PersistentRadixTree's walk requests the pending word after the next, in two
+      // steps, since a node's type (its size) is in its first line: the word after the next,
+      // whose first lines were requested one expansion ago, has the rest of its lines
+      // requested; the one after that its first lines.
+      if (st.size > 1 && !IsLeaf(st.Peek(1)))
+        PrefetchRest(reinterpret_cast<const Node*>(st.Peek(1)));
+      if (st.size > 2) ScanPrefetch(st.Peek(2));
       continue;
     }
     const size_t pushed = st.Push(kids + i, k - i, depth + n->prefix_len + 1);

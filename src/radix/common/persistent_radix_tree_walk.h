@@ -60,13 +60,20 @@ template <typename Ops>
 void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) {
   const char* const mem = pool_->base();
   uint64_t kids[Ops::kMaxChildren + 1];
-  // Pushes a path level's right children (on top, or under what is kept) and requests the
-  // nearest ones.
+  // Requests a path level's nearest right children, during the descent: they are the
+  // first blocks the walk reads after the path's, and their lines arrive meanwhile.
+  auto prefetch_level = [&](uint64_t node, unsigned from) {
+    const size_t n = std::min<size_t>(Ops::Children(*pool_, node, from, kids, kScanPathPrefetch),
+                                      kScanPathPrefetch);
+    for (size_t i = 0; i < n; ++i) ScanPrefetch(mem, kids[i]);
+  };
+  // Pushes a path level's right children (on top, or under what is kept).
   auto push_level = [&](uint64_t node, unsigned from, size_t d, bool under) {
     const size_t got = Ops::Children(*pool_, node, from, kids, st.need - (under ? st.size : 0));
-    const size_t n = under ? st.PushUnder(kids, got, d) : st.Push(kids, got, d);
-    for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
-      ScanPrefetch(mem, kids[i]);
+    if (under)
+      st.PushUnder(kids, got, d);
+    else
+      st.Push(kids, got, d);
   };
   ScanPath<uint64_t> path;
   // Descent: the words right of the path to `start`, nearest on top.
@@ -116,6 +123,7 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
       push_level(w, u + 1u, pos + 1, false);
     else
       path.Add(w, u + 1u, pos + 1);
+    prefetch_level(w, u + 1u);
     w = down;
     depth = pos + 1;
   }
