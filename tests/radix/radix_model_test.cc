@@ -172,5 +172,83 @@ TEST_P(RadixScanBatchTest, LimitsAndEarlyStopsAroundTheBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Radix, RadixScanBatchTest, ::testing::Values("wort", "woart", "art"));
 
+// Scans that start inside wide nodes: a node of 30 children (an ART or WOART Node48, whose
+// index the walk reads 16 bytes at a time), one of 200 (a Node256), each with an end key,
+// and a scan from every byte value at that level (before, at and after each child, and past
+// the last, byte 255), with counts below, at and above a node's children, against the model.
+class RadixWideNodeScanTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RadixWideNodeScanTest, EveryStartByteOfWideNodes) {
+  const uint64_t seed = 0x5ca1;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  ModelChecker checker(seed);
+  std::mt19937_64 rng(seed);
+  ASSERT_NO_FATAL_FAILURE(checker.create(GetParam(), dir.file("pool"), SmallPoolOptions()));
+  for (const auto& [prefix, children] : {std::pair<std::string, int>{"pq", 30}, {"pr", 200}}) {
+    std::vector<int> bytes(256);
+    for (int b = 0; b < 256; ++b) bytes[b] = b;
+    std::shuffle(bytes.begin(), bytes.end(), rng);
+    bytes.resize(children);
+    if (children == 30) bytes[0] = 255;  // a child at the last byte
+    ASSERT_NO_FATAL_FAILURE(checker.insert(prefix, "end"));
+    for (int b : bytes) {
+      const std::string key = prefix + static_cast<char>(b) + "k";
+      ASSERT_NO_FATAL_FAILURE(checker.insert(key, std::string(IntValue(static_cast<uint64_t>(b)))));
+      if (b % 3 == 0) {  // some children are nodes (two keys below the byte)
+        ASSERT_NO_FATAL_FAILURE(checker.insert(key + "z", "v"));
+      }
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(checker.verify());
+  for (const std::string prefix : {"pq", "pr"}) {
+    for (int b = 0; b < 256; ++b) {
+      for (const std::string& start :
+           {prefix + static_cast<char>(b), prefix + static_cast<char>(b) + "k",
+            prefix + static_cast<char>(b) + "l"}) {
+        for (size_t limit : {size_t{1}, size_t{2}, size_t{17}, size_t{100}, size_t{300}}) {
+          SCOPED_TRACE("byte " + std::to_string(b) + " limit " + std::to_string(limit));
+          ASSERT_NO_FATAL_FAILURE(
+              ExpectScanMatchesModel(checker.index(), checker.model(), start, limit));
+        }
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(
+        ExpectScanMatchesModel(checker.index(), checker.model(), prefix, SIZE_MAX));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Radix, RadixWideNodeScanTest, ::testing::Values("wort", "woart", "art"));
+
+// Scans whose descent is deeper than the levels a scan defers (kScanPath, 64): a chain of
+// nested keys c, cc, ccc, ... (each the end key of a node), each level with a right child
+// (cd, ccd, ...) and a left one (cb, ccb, ...), so every level of a 150-level path pushes,
+// from starts at every depth, against the model.
+TEST_P(RadixWideNodeScanTest, DeepPathsPushAsTheyGo) {
+  const uint64_t seed = 0xdee9;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  ModelChecker checker(seed);
+  ASSERT_NO_FATAL_FAILURE(checker.create(GetParam(), dir.file("pool"), SmallPoolOptions()));
+  constexpr int kDepth = 150;
+  for (int i = 1; i <= kDepth; ++i) {
+    const std::string chain(static_cast<size_t>(i), 'c');
+    ASSERT_NO_FATAL_FAILURE(checker.insert(chain, "e" + std::to_string(i)));
+    ASSERT_NO_FATAL_FAILURE(checker.insert(chain + "d", "r" + std::to_string(i)));
+    ASSERT_NO_FATAL_FAILURE(checker.insert(chain + "b", "l" + std::to_string(i)));
+  }
+  ASSERT_NO_FATAL_FAILURE(checker.verify());
+  for (int i = 0; i <= kDepth + 1; i += 1) {
+    const std::string chain(static_cast<size_t>(i), 'c');
+    for (const std::string& start : {chain, chain + "c", chain + "ca", chain + "e"}) {
+      for (size_t limit : {size_t{1}, size_t{3}, size_t{64}, size_t{100}, size_t{257}}) {
+        SCOPED_TRACE("depth " + std::to_string(i) + " limit " + std::to_string(limit));
+        ASSERT_NO_FATAL_FAILURE(
+            ExpectScanMatchesModel(checker.index(), checker.model(), start, limit));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pmindex::testing

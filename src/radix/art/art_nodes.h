@@ -124,10 +124,17 @@ inline bool ForEachChild(const Node* n, int from, F&& f) {
         if (m->keys[i] >= from && !f(m->keys[i], m->child[i])) return false;
       return true;
     }
-    case NodeType::k48: {
+    case NodeType::k48: {  // the index 16 bytes at a time (NonZero16)
       auto* m = static_cast<const Node48*>(n);
-      for (int b = from < 0 ? 0 : from; b < 256; ++b)
-        if (m->index[b] && !f(static_cast<uint8_t>(b), m->child[m->index[b] - 1])) return false;
+      const unsigned first = from < 0 ? 0 : static_cast<unsigned>(from);
+      for (unsigned base = first & ~15u; base < 256; base += 16) {
+        unsigned set = NonZero16(m->index + base);
+        if (base < first) set &= ~0u << (first - base);
+        for (; set != 0; set &= set - 1) {
+          const unsigned b = base + static_cast<unsigned>(__builtin_ctz(set));
+          if (!f(static_cast<uint8_t>(b), m->child[m->index[b] - 1])) return false;
+        }
+      }
       return true;
     }
     case NodeType::k256: {

@@ -1,5 +1,6 @@
 // Volatile ART: ordered scan, verify and stats.
 #include <algorithm>
+#include <cstddef>
 #include <mutex>
 #include <string>
 
@@ -26,29 +27,47 @@ struct Art::ScanState : ScanStack<Ref> {};
 
 namespace {
 
+// A leaf's first line and the line of its 19th byte: a leaf of an 8-byte key and an 8-byte
+// value (19 bytes) in a malloc block (16-byte aligned) crosses a line boundary one time in
+// four, and its value is then read from a second line. A node's first three lines.
 void ScanPrefetch(Ref r) {
   const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
   pm::PrefetchLine(p);
-  if (!IsLeaf(r)) {
+  if (IsLeaf(r)) {
+    pm::PrefetchLine(p + offsetof(Leaf, data) + 15);
+  } else {
     pm::PrefetchLine(p + 64);
     pm::PrefetchLine(p + 128);
   }
 }
 
-// The node's children from byte `from` in key order into kids; their count.
-size_t Children(const Node* n, int from, Ref* kids) {
+// Once a node's first line (its type) is read: the rest of the lines a walk over its children
+// reads, requested together, so the index and the child slots are waited for once.
+void PrefetchRest(const Node* n) {
+  if (n->type == art::NodeType::k48)
+    pm::PrefetchLines(n, 192, sizeof(art::Node48));
+  else if (n->type == art::NodeType::k256)
+    pm::PrefetchLines(n, 192, 512);
+}
+
+// The first `limit` (>= 1) children from byte `from` in key order into kids; their count.
+// A scan never reaches more than it has leaves left to output (every child holds a key), so
+// the rest of a wide node is not read.
+size_t Children(const Node* n, int from, Ref* kids, size_t limit) {
   size_t k = 0;
   art::ForEachChild(n, from, [&](uint8_t, Ref c) {
     kids[k++] = c;
-    return true;
+    return k < limit;
   });
   return k;
 }
 
-// The end reference (if any) and the children in key order into kids; their count.
-size_t AllChildren(const Node* n, Ref* kids) {
+// The end reference (if any) and the children in key order, the first `limit` (>= 1) of
+// them, into kids; their count.
+size_t AllChildren(const Node* n, Ref* kids, size_t limit) {
+  if (n->end == 0) return Children(n, -1, kids, limit);
   kids[0] = n->end;
-  return (n->end != 0) + Children(n, -1, kids + (n->end != 0));
+  return limit == 1 ? 1 : 1 + Children(n, -1, kids + 1, limit - 1);
 }
 
 }  // namespace
@@ -61,6 +80,22 @@ struct Art::Totals {
 
 void Art::ScanChunk(std::string_view start, ScanState& st) const {
   Ref kids[257];
+  // Requests a path level's nearest right children, during the descent (as
+  // PersistentRadixTree's walk).
+  auto prefetch_level = [&](const Node* node, unsigned from) {
+    const size_t k = Children(node, static_cast<int>(from), kids, kScanPathPrefetch);
+    for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
+  };
+  // Pushes a path level's right children (on top, or under what is kept).
+  auto push_level = [&](Ref node, unsigned from, size_t d, bool under) {
+    const size_t got = Children(reinterpret_cast<const Node*>(node), static_cast<int>(from),
+                                kids, st.need - (under ? st.size : 0));
+    if (under)
+      st.PushUnder(kids, got, d);
+    else
+      st.Push(kids, got, d);
+  };
+  ScanPath<Ref> path;
   // Descent: the references right of the path to `start`, nearest on top.
   const uint8_t* s = Bytes(start);
   const size_t su = start.size();
@@ -72,6 +107,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       break;
     }
     auto* n = reinterpret_cast<const Node*>(r);
+    PrefetchRest(n);
     const size_t pos = depth + n->prefix_len;
     int order = 0;  // of the node's prefix against start's bytes there
     if (n->prefix_len != 0) {
@@ -91,12 +127,29 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       break;
     }
     const uint8_t u = s[pos];  // the end leaf's key is a prefix of start: below
-    const size_t k = st.Push(kids, Children(n, u + 1, kids), pos + 1);
-    for (size_t i = 0; i < std::min<size_t>(k, kScanPathPrefetch); ++i) ScanPrefetch(kids[i]);
+    // The next block of the path is requested before this node's right children are
+    // collected.
     const Ref* next = art::FindChild(const_cast<Node*>(n), u);
-    r = next != nullptr ? *next : 0;
+    const Ref down = next != nullptr ? *next : 0;
+    if (down != 0) ScanPrefetch(down);
+    if (path.levels == kScanPath && !path.eager) {  // too deep to defer: push as we go
+      for (size_t i = 0; i < path.levels; ++i)
+        push_level(path.node[i], path.from[i], path.depth[i], false);
+      path.eager = true;
+    }
+    if (path.eager)
+      push_level(r, u + 1u, pos + 1, false);
+    else
+      path.Add(r, u + 1u, pos + 1);
+    prefetch_level(n, u + 1u);
+    r = down;
     depth = pos + 1;
   }
+  // The path's right children, deepest level first, under the reference the descent ended
+  // on.
+  if (!path.eager)
+    for (size_t i = path.levels; i-- > 0 && st.size < st.need;)
+      push_level(path.node[i], path.from[i], path.depth[i], true);
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i) ScanPrefetch(st.Peek(i));
   // The walk.
   while (st.size != 0 && st.need != 0) {
@@ -106,11 +159,21 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
       continue;
     }
     auto* n = reinterpret_cast<const Node*>(r);
-    const size_t k = std::min(AllChildren(n, kids), st.need);
+    PrefetchRest(n);
+    const size_t k = AllChildren(n, kids, st.need);
     for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
     size_t i = 0;
     while (i < k && IsLeaf(kids[i])) st.Output(kids[i++]);
-    if (i == k) continue;
+    if (i == k) {
+      // As PersistentRadixTree's walk requests the pending word after the next, in two
+      // steps, since a node's type (its size) is in its first line: the word after the next,
+      // whose first lines were requested one expansion ago, has the rest of its lines
+      // requested; the one after that its first lines.
+      if (st.size > 1 && !IsLeaf(st.Peek(1)))
+        PrefetchRest(reinterpret_cast<const Node*>(st.Peek(1)));
+      if (st.size > 2) ScanPrefetch(st.Peek(2));
+      continue;
+    }
     const size_t pushed = st.Push(kids + i, k - i, depth + n->prefix_len + 1);
     // Pre-expansion reads the next node's children only if they lie in the three lines
     // prefetched (Node4, Node16); of a Node48 or Node256 it requests the other lines, so its
@@ -119,11 +182,12 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
     if (st.TakeForPreExpansion(pushed, [](Ref c) { return !IsLeaf(c); }, &y)) {
       auto* yn = reinterpret_cast<const Node*>(y);
       if (yn->type == art::NodeType::k4 || yn->type == art::NodeType::k16) {
-        const size_t m = std::min(AllChildren(yn, kids), st.need - pushed);
+        const size_t m = AllChildren(yn, kids, st.need - pushed);
         for (size_t j = 0; j < m; ++j) ScanPrefetch(kids[j]);
       } else {
         pm::PrefetchLines(yn, 192, art::NodeBytes(yn->type));
       }
+      if (st.size > pushed + 1 && st.need > pushed + 1) ScanPrefetch(st.Peek(pushed + 1));
     }
   }
 }

@@ -257,7 +257,7 @@ class PersistentRadixTree final : public Index {
   const PmLeaf* AnyLeaf(uint64_t w) const;
 
   void ScanChunk(std::string_view start, ScanState& st);
-  size_t ScanChildren(uint64_t w, uint64_t* kids) const;
+  size_t ScanChildren(uint64_t w, uint64_t* kids, size_t limit) const;
   static void ScanPrefetch(const char* mem, uint64_t w);
   Status VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path);
   Status Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn);

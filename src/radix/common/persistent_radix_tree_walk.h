@@ -44,12 +44,14 @@ void PersistentRadixTree<Ops>::ScanPrefetch(const char* mem, uint64_t w) {
     Ops::PrefetchChildren(mem, w);
 }
 
-// The node's end word (if any) and children in key order into kids; their count.
+// The node's end word (if any) and children in key order into kids, at least the first
+// `limit` (>= 1) of them; their count (capped by the caller).
 template <typename Ops>
-size_t PersistentRadixTree<Ops>::ScanChildren(uint64_t w, uint64_t* kids) const {
+size_t PersistentRadixTree<Ops>::ScanChildren(uint64_t w, uint64_t* kids, size_t limit) const {
   const uint64_t end = base(w)->end;
+  if (end == 0) return Ops::Children(*pool_, w, 0, kids, limit);
   kids[0] = end;
-  return (end != 0) + Ops::Children(*pool_, w, 0, kids + (end != 0));
+  return limit == 1 ? 1 : 1 + Ops::Children(*pool_, w, 0, kids + 1, limit - 1);
 }
 
 // One chunk: the words of up to st.need leaves with key >= start, in key order, into
@@ -58,6 +60,22 @@ template <typename Ops>
 void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) {
   const char* const mem = pool_->base();
   uint64_t kids[Ops::kMaxChildren + 1];
+  // Requests a path level's nearest right children, during the descent: they are the
+  // first blocks the walk reads after the path's, and their lines arrive meanwhile.
+  auto prefetch_level = [&](uint64_t node, unsigned from) {
+    const size_t n = std::min<size_t>(Ops::Children(*pool_, node, from, kids, kScanPathPrefetch),
+                                      kScanPathPrefetch);
+    for (size_t i = 0; i < n; ++i) ScanPrefetch(mem, kids[i]);
+  };
+  // Pushes a path level's right children (on top, or under what is kept).
+  auto push_level = [&](uint64_t node, unsigned from, size_t d, bool under) {
+    const size_t got = Ops::Children(*pool_, node, from, kids, st.need - (under ? st.size : 0));
+    if (under)
+      st.PushUnder(kids, got, d);
+    else
+      st.Push(kids, got, d);
+  };
+  ScanPath<uint64_t> path;
   // Descent: the words right of the path to `start`, nearest on top.
   const uint8_t* s = Bytes(start);
   const size_t su = Span::units(start.size());
@@ -90,13 +108,29 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
       break;
     }
     const uint8_t u = Span::unit(s, pos);  // the end word's key is a prefix of start: below
-    const size_t n = st.Push(kids, Ops::Children(*pool_, w, u + 1u, kids), pos + 1);
-    for (size_t i = 0; i < std::min<size_t>(n, kScanPathPrefetch); ++i)
-      ScanPrefetch(mem, kids[i]);
+    // The next block of the path, all the lines the descent and the walk read of it, is
+    // requested before this node's right children are collected: one wait per level
+    // instead of one per line read (header, then child slot).
     const uint64_t* next = Ops::FindChild(*pool_, w, u);
-    w = next != nullptr ? *next : 0;
+    const uint64_t down = next != nullptr ? *next : 0;
+    if (down != 0) ScanPrefetch(mem, down);
+    if (path.levels == kScanPath && !path.eager) {  // too deep to defer: push as we go
+      for (size_t i = 0; i < path.levels; ++i)
+        push_level(path.node[i], path.from[i], path.depth[i], false);
+      path.eager = true;
+    }
+    if (path.eager)
+      push_level(w, u + 1u, pos + 1, false);
+    else
+      path.Add(w, u + 1u, pos + 1);
+    prefetch_level(w, u + 1u);
+    w = down;
     depth = pos + 1;
   }
+  // The path's right children, deepest level first, under the word the descent ended on.
+  if (!path.eager)
+    for (size_t i = path.levels; i-- > 0 && st.size < st.need;)
+      push_level(path.node[i], path.from[i], path.depth[i], true);
   // The nearest pending words, the ones the walk starts with, whatever path level pushed
   // them.
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i)
@@ -113,19 +147,26 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     uint64_t hw = LoadWord(&base(w)->header);
     if (PrefixHeader::DepthOf(hw) != depth) [[unlikely]]
       hw = RepairHeader(w, depth, hw).Encode();
-    const size_t n = std::min(ScanChildren(w, kids), st.need);
+    const size_t n = std::min(ScanChildren(w, kids, st.need), st.need);
     // Again if the node was pre-expanded: a request for a line already in flight or cached
     // costs little, and measured faster than skipping it.
     for (size_t i = 0; i < n; ++i) ScanPrefetch(mem, kids[i]);
     size_t i = 0;
     while (i < n && IsLeafChild(kids[i])) st.Output(kids[i++]);
-    if (i == n) continue;
+    if (i == n) {
+      // Only leaves: the next pending word is expanded now, and was requested earlier (the
+      // descent, or this rule one expansion ago); the one after it is requested here.
+      if (st.size > 1) ScanPrefetch(mem, st.Peek(1));
+      continue;
+    }
     const size_t pushed = st.Push(kids + i, n - i, PrefixHeader::PosOf(hw) + 1);
-    // Pre-expand the next pending node below the children just pushed.
+    // Pre-expand the next pending node below the children just pushed, and request the
+    // pending word below it, which the next pre-expansion reads.
     uint64_t y;
     if (st.TakeForPreExpansion(pushed, [](uint64_t c) { return !IsLeafChild(c); }, &y)) {
-      const size_t m = std::min(ScanChildren(y, kids), st.need - pushed);
+      const size_t m = std::min(ScanChildren(y, kids, st.need - pushed), st.need - pushed);
       for (size_t j = 0; j < m; ++j) ScanPrefetch(mem, kids[j]);
+      if (st.size > pushed + 1 && st.need > pushed + 1) ScanPrefetch(mem, st.Peek(pushed + 1));
     }
   }
 }
@@ -135,10 +176,11 @@ size_t PersistentRadixTree<Ops>::scan(std::string_view start, size_t max_count,
                                       ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
+  const char* const mem = pool_->base();  // held here: the callback may alias anything
   return ScanInChunks<ScanState>(
       start, max_count, fn, [&](std::string_view from, ScanState& st) { ScanChunk(from, st); },
-      [&](uint64_t w) {
-        const auto* l = leaf(w);
+      [mem](uint64_t w) {
+        const auto* l = reinterpret_cast<const PmLeaf*>(LeafAt(mem, w));
         return std::pair<std::string_view, std::string_view>(l->key(), l->value());
       });
 }

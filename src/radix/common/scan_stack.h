@@ -2,7 +2,11 @@
 // volatile ART's walks) and the leaves it has reached.
 //
 // The walk keeps the children it has not visited yet on a stack, the top next in key order,
-// and output the leaves it reaches in order without reading them. Every pending word holds
+// and output the leaves it reaches in order without reading them. The descent records the
+// path (ScanPath) and pushes each level's right children after it, deepest level first,
+// under what is kept, until `need` words are: the levels above one that already gives
+// enough keys are not read at all (the root's right children, in a scan of 100 from a
+// random key). Every pending word holds
 // at least one key (nodes are never empty), so a word deeper than the `need`-th from the top
 // is never reached: the stack is a ring that keeps only the top `need` words, `need` being
 // at most kScanChunk (a longer scan is walked in chunks), and so is bounded whatever the
@@ -24,6 +28,7 @@ inline constexpr size_t kScanChunk = 256;  // leaves per walk
 inline constexpr size_t kScanRing = 1024;  // >= kScanChunk + the largest fanout + 1 (end word)
 inline constexpr unsigned kScanPathPrefetch = 2;  // right siblings prefetched per path node
 inline constexpr size_t kScanStartPrefetch = 16;  // pending words prefetched after the descent
+inline constexpr size_t kScanPath = 64;  // descent levels whose right children are pushed last
 static_assert((kScanRing & (kScanRing - 1)) == 0);
 static_assert(kScanRing >= kScanChunk + 256 + 1);
 
@@ -54,6 +59,19 @@ struct ScanStack {
     size = std::min(size + n, need);
     return n;
   }
+  // Pushes kids[0] .. kids[n - 1] under the bottom word (kids[0] nearest the top), while
+  // fewer than `need` words are kept; returns how many were pushed. Words pushed this way
+  // are greater than every word already kept.
+  size_t PushUnder(const Word* kids, size_t n, size_t d) {
+    n = std::min(n, need - size);
+    size_t at = top - size;
+    for (size_t i = 0; i < n; ++i, --at) {
+      word[at & (kScanRing - 1)] = kids[i];
+      depth[at & (kScanRing - 1)] = static_cast<uint16_t>(d);
+    }
+    size += n;
+    return n;
+  }
   // Pops the top word into *w, its depth into *d.
   void Pop(Word* w, size_t* d) {
     *w = word[top];
@@ -78,6 +96,24 @@ struct ScanStack {
   void Output(Word leaf_word) {
     leaves[out++] = leaf_word;
     --need;
+  }
+};
+
+// The levels of a scan's descent whose right children are still to be pushed: node word,
+// first unit right of the path, depth of the children. A descent deeper than kScanPath
+// levels pushes them as it goes instead (Push, shallowest first: the same stack).
+template <typename Word>
+struct ScanPath {
+  size_t levels = 0;
+  bool eager = false;
+  Word node[kScanPath];
+  uint16_t from[kScanPath];
+  uint16_t depth[kScanPath];
+  void Add(Word w, unsigned f, size_t d) {
+    node[levels] = w;
+    from[levels] = static_cast<uint16_t>(f);
+    depth[levels] = static_cast<uint16_t>(d);
+    ++levels;
   }
 };
 

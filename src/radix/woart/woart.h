@@ -70,11 +70,13 @@ struct WoartOps {
     return DispatchNode(pool, w, [&](auto* n) { return n->ForEach(first, f); });
   }
   static constexpr unsigned kMaxChildren = WoartNode256::kCapacity;
-  static size_t Children(const Pool& pool, uint64_t w, unsigned first, uint64_t* out) {
+  // The first `limit` (>= 1) children from unit `first`, in key order.
+  static size_t Children(const Pool& pool, uint64_t w, unsigned first, uint64_t* out,
+                         size_t limit) {
     size_t k = 0;
     ForEachChild(pool, w, first, [&](uint8_t, uint64_t c) {
       out[k++] = c;
-      return true;
+      return k < limit;
     });
     return k;
   }
