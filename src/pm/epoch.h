@@ -54,7 +54,7 @@ namespace detail {
 // True when this process registered for expedited membarrier (set once, at load time).
 extern const bool g_asymmetric_announce;
 // A full fence executed by every running thread of the process before this returns (the
-// heavy side of an asymmetric fence: the guards' announcement, radix::RwLock's unlock).
+// heavy side of an asymmetric fence: the guards' announcement, pm::RwLock's unlock).
 void HeavyFence();
 }  // namespace detail
 

@@ -79,6 +79,7 @@
 #include <string>
 #include <vector>
 
+#include "pm/prefetch.h"
 #include "pm/rw_lock.h"
 #include "pmindex/index.h"
 #include "radix/common/key.h"
@@ -220,7 +221,7 @@ class PersistentRadixTree final : public Index {
     uint32_t depth = 0;
     const uint64_t w = Descend(mem, LoadWord(reinterpret_cast<const uint64_t*>(mem + root_offset_)),
                                WordKey<Ops::kBits>::Of(key).be, &depth);
-    if (IsLeafWord(w)) __builtin_prefetch(LeafAt(mem, w));
+    if (IsLeafWord(w)) pm::PrefetchLine(LeafAt(mem, w));
   }
   // The general walk from word w reached at depth, for a key held as ByteKey or WordKey:
   // prefixes, stale headers (repaired), keys ending at a node. Out of line: lookup's fast
