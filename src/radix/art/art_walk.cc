@@ -132,15 +132,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
     const Ref* next = art::FindChild(const_cast<Node*>(n), u);
     const Ref down = next != nullptr ? *next : 0;
     if (down != 0) ScanPrefetch(down);
-    if (path.levels == kScanPath && !path.eager) {  // too deep to defer: push as we go
-      for (size_t i = 0; i < path.levels; ++i)
-        push_level(path.node[i], path.from[i], path.depth[i], false);
-      path.eager = true;
-    }
-    if (path.eager)
-      push_level(r, u + 1u, pos + 1, false);
-    else
-      path.Add(r, u + 1u, pos + 1);
+    path.Step(r, u + 1u, pos + 1, push_level);
     prefetch_level(n, u + 1u);
     r = down;
     depth = pos + 1;

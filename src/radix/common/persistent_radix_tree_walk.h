@@ -114,15 +114,7 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     const uint64_t* next = Ops::FindChild(*pool_, w, u);
     const uint64_t down = next != nullptr ? *next : 0;
     if (down != 0) ScanPrefetch(mem, down);
-    if (path.levels == kScanPath && !path.eager) {  // too deep to defer: push as we go
-      for (size_t i = 0; i < path.levels; ++i)
-        push_level(path.node[i], path.from[i], path.depth[i], false);
-      path.eager = true;
-    }
-    if (path.eager)
-      push_level(w, u + 1u, pos + 1, false);
-    else
-      path.Add(w, u + 1u, pos + 1);
+    path.Step(w, u + 1u, pos + 1, push_level);
     prefetch_level(w, u + 1u);
     w = down;
     depth = pos + 1;

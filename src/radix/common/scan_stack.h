@@ -115,6 +115,19 @@ struct ScanPath {
     depth[levels] = static_cast<uint16_t>(d);
     ++levels;
   }
+  // One level of the descent: recorded, or pushed at once (push(word, from, depth, false))
+  // once the path is full, after every recorded level.
+  template <typename Push>
+  void Step(Word w, unsigned f, size_t d, Push&& push) {
+    if (levels == kScanPath && !eager) {  // too deep to defer: push as we go
+      for (size_t i = 0; i < levels; ++i) push(node[i], from[i], depth[i], false);
+      eager = true;
+    }
+    if (eager)
+      push(w, f, d, false);
+    else
+      Add(w, f, d);
+  }
 };
 
 // A scan of max_count pairs as walks of at most kScanChunk leaves each, each walk after the
