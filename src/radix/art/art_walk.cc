@@ -139,9 +139,7 @@ void Art::ScanChunk(std::string_view start, ScanState& st) const {
   }
   // The path's right children, deepest level first, under the reference the descent ended
   // on.
-  if (!path.eager)
-    for (size_t i = path.levels; i-- > 0 && st.size < st.need;)
-      push_level(path.node[i], path.from[i], path.depth[i], true);
+  path.PushRecorded(st, push_level);
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i) ScanPrefetch(st.Peek(i));
   // The walk.
   while (st.size != 0 && st.need != 0) {

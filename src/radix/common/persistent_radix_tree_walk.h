@@ -120,9 +120,7 @@ void PersistentRadixTree<Ops>::ScanChunk(std::string_view start, ScanState& st) 
     depth = pos + 1;
   }
   // The path's right children, deepest level first, under the word the descent ended on.
-  if (!path.eager)
-    for (size_t i = path.levels; i-- > 0 && st.size < st.need;)
-      push_level(path.node[i], path.from[i], path.depth[i], true);
+  path.PushRecorded(st, push_level);
   // The nearest pending words, the ones the walk starts with, whatever path level pushed
   // them.
   for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i)

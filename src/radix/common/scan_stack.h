@@ -128,6 +128,13 @@ struct ScanPath {
     else
       Add(w, f, d);
   }
+  // After the descent: the recorded levels' right children, deepest level first
+  // (push(word, from, depth, true)), until the stack holds what the scan needs.
+  template <typename Stack, typename Push>
+  void PushRecorded(const Stack& st, Push&& push) const {
+    if (eager) return;
+    for (size_t i = levels; i-- > 0 && st.size < st.need;) push(node[i], from[i], depth[i], true);
+  }
 };
 
 // A scan of max_count pairs as walks of at most kScanChunk leaves each, each walk after the
