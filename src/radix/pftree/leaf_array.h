@@ -242,7 +242,7 @@ inline size_t ItemsBytes(const std::vector<LeafItem>& items, size_t b, size_t e)
   }
   return s;
 }
-// Block size for a new leaf holding `bytes` of entries, with room to grow (half as much again).
+// Block size for a new leaf holding `bytes` of entries, with room to grow (3/8 more, then the size class).
 size_t LeafBlockSizeFor(size_t bytes);
 // How a new block is made durable before a reference publishes it: flushed and fenced, or
 // only flushed when the caller fences once for several blocks, or not at all (a test
