@@ -209,7 +209,7 @@ cmd_run() {
       # shellcheck disable=SC2016
       flock "$LOCK" bash -c '
         cd "$1"
-        echo "# $(date -u +%H:%M:%S) uptime:$(uptime | sed "s/.*load average//")"
+        echo "# $(date -u +%H:%M:%S) loadavg $(cut -d" " -f1-3 /proc/loadavg)"
         ./$2 $4 || echo "# failed: $2 $4"
         rm -f /dev/shm/pmindex-peers-icpp.data
         if [[ -n $3 ]]; then ./$3 $4 || echo "# failed: $3 $4"; fi

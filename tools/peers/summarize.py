@@ -3,12 +3,13 @@
 
 Each round-R.txt holds the drivers' result lines ("LABEL MODE n=N cpu_ns_per_op load=..
 lookup=.. insert=.. scan=.. | found=.. check=.. loadavg=a,b,c") and '#' lines with the
-uptime before each pair. A cell reads "peer / pmindex (x)": the medians over the rounds of
+load averages before each pair. A cell reads "peer / pmindex (x)": the medians over the rounds of
 CPU ns per operation, and x the median over the rounds of peer / pmindex within a round
 (pmindex's throughput over the peer's: above 1, pmindex is faster). FAST_FAIR is set
 against the pmindex B+tree with the lowest median in each phase, as doc/performance.md does.
 
-Usage: summarize.py RESULTS_DIR
+Usage: summarize.py [--spread] RESULTS_DIR   (--spread: the lowest and highest per-round
+                                              ratio in each cell instead)
 """
 import glob
 import os
@@ -40,7 +41,7 @@ def parse(path):
     results, loads = {}, []
     for line in open(path):
         if line.startswith("#"):
-            m = re.search(r"average:\s*([\d.]+)", line) or re.search(r":\s*([\d.]+),", line)
+            m = re.search(r"loadavg ([\d.]+)", line)
             if m:
                 loads.append(float(m.group(1)))
             continue
@@ -65,9 +66,18 @@ def fmt(v):
     return f"{v:.0f}"
 
 
+SPREAD = False
+
+
 def main():
-    if len(sys.argv) != 2:
+    global SPREAD
+    args = sys.argv[1:]
+    if args and args[0] == "--spread":
+        SPREAD = True
+        args = args[1:]
+    if len(args) != 1:
         sys.exit(__doc__)
+    sys.argv[1:] = args
     rounds, loads = [], []
     for path in sorted(glob.glob(os.path.join(sys.argv[1], "round-*.txt"))):
         r, l = parse(path)
@@ -92,6 +102,8 @@ def main():
         os_ = fmt(o) if o is not None else "(none)"
         if not ratios:
             return f"{ps} / {os_}"
+        if SPREAD:
+            return f"{min(ratios):.2f}x-{max(ratios):.2f}x"
         return f"{ps} / {os_} ({statistics.median(ratios):.2f}x)"
 
     print(f"{len(rounds)} rounds; 1-minute load average before the pairs: "
