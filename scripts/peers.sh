@@ -39,6 +39,9 @@ need_peers() {
   for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart; do
     [[ -d $PEERS/$d ]] || die "$PEERS/$d is missing (fetch the peers' sources first)"
   done
+  # P-ART uses TBB's containers; ICPP-RNTree includes <numa.h>.
+  [[ -f /usr/include/tbb/concurrent_vector.h ]] || die "TBB headers missing (apt-get install libtbb-dev)"
+  [[ -f /usr/include/numa.h ]] || die "numa.h missing (apt-get install libnuma-dev)"
 }
 
 # Copies one peer's tree to OUT/src afresh.

@@ -92,7 +92,8 @@ inline void ParseRunArgs(int argc, char** argv, int first, const char* usage, Co
 // The phases are separate, never-inlined functions so that an instruction count can be
 // restricted to one of them (valgrind --toggle-collect='*phase_lookup*').
 template <typename Adapter>
-[[gnu::noinline]] void phase_load(Adapter& index, const std::vector<typename Adapter::WriteKey>& keys,
+[[gnu::noinline]] void phase_load(Adapter& index,
+                                  const std::vector<typename Adapter::WriteKey>& keys,
                                   uint64_t first_id) {
   for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], first_id + i);
 }
@@ -139,7 +140,8 @@ int Run(Adapter& index, const Config& config) {
   pmindex::bench::Rng rng(kLookupSeed);
   std::vector<typename Adapter::ReadKey> lookup_keys;
   lookup_keys.reserve(n);
-  for (uint64_t i = 0; i < n; i++) lookup_keys.push_back(index.read_key(KeyOfId(1 + rng.uniform(n))));
+  for (uint64_t i = 0; i < n; i++)
+    lookup_keys.push_back(index.read_key(KeyOfId(1 + rng.uniform(n))));
   std::vector<typename Adapter::ScanKey> scan_starts;
   if constexpr (Adapter::kHasScan) {
     if constexpr (requires { index.prepare_scans(all_keys); }) index.prepare_scans(all_keys);
@@ -195,9 +197,8 @@ int Run(Adapter& index, const Config& config) {
   if (ns[kScan] >= 0)
     std::printf(" pairs_per_scan=%.1f",
                 static_cast<double>(pairs) / static_cast<double>(scan_starts.size()));
-  std::printf(" check=%llu/%llu loadavg=%.2f,%.2f,%.2f\n",
-              static_cast<unsigned long long>(correct), static_cast<unsigned long long>(checked),
-              load[0], load[1], load[2]);
+  std::printf(" check=%llu/%llu loadavg=%.2f,%.2f,%.2f\n", static_cast<unsigned long long>(correct),
+              static_cast<unsigned long long>(checked), load[0], load[1], load[2]);
   std::fflush(stdout);
   return correct == checked && (config.last < kLookup || found == n) ? 0 : 1;
 }

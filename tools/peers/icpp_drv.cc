@@ -16,6 +16,8 @@ namespace {
 using Key = uint64_t;
 using Value = uint64_t;
 constexpr int kLeafEntries = 64;
+// The NVM manager's file, as sed/icpp-nvm.sed sets it; removed after the run (2 GiB of tmpfs).
+constexpr const char* kNvmFile = "/dev/shm/pmindex-peers-icpp.data";
 using Tree = Index<Key, Value, kLeafEntries>;
 
 // The trees' scan takes a plain function pointer, called per pair until it returns true.
@@ -84,5 +86,9 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Tree> tree(nvindex::getIndex<Key, Value, kLeafEntries>(chosen->type));
   IcppAdapter adapter(tree.get());
-  return peers::Run(adapter, config);
+  const int rc = peers::Run(adapter, config);
+  tree.reset();
+  nvindex::close_nvm_mgr();
+  std::remove(kNvmFile);
+  return rc;
 }

@@ -45,9 +45,7 @@ class PartAdapter {
   Key* read_key(uint64_t key) const { return MakeKey(key, 0); }
   Key* scan_key(uint64_t key) const { return MakeKey(key, 0); }
 
-  void insert(uint64_t key, uint64_t value) {
-    tree_.insert(MakeKey(key, value), thread_);
-  }
+  void insert(uint64_t key, uint64_t value) { tree_.insert(MakeKey(key, value), thread_); }
   bool lookup(const Key* key, uint64_t* value) {
     void* found = tree_.lookup(key, thread_);
     if (found == nullptr) return false;

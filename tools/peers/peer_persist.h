@@ -11,8 +11,7 @@
 #define PEERS_FLUSH_LINE(addr) ((void)(addr))
 #define PEERS_FENCE() __asm__ __volatile__("" ::: "memory")
 #else
-#define PEERS_FLUSH_LINE(addr) \
-  __asm__ __volatile__("clwb %0" : "+m"(*(volatile char*)(addr)))
+#define PEERS_FLUSH_LINE(addr) __asm__ __volatile__("clwb %0" : "+m"(*(volatile char*)(addr)))
 #define PEERS_FENCE() __asm__ __volatile__("sfence" ::: "memory")
 #endif
 

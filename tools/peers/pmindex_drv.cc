@@ -4,14 +4,13 @@
 // into one reused std::string.
 //
 // Usage: pmindex_drv INDEX adr|eadr|volatile N [load|lookup|insert|scan]
+#include <pmindex/index.h>
+#include <pmindex/options.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <memory>
 #include <string>
-
-#include <pmindex/index.h>
-#include <pmindex/options.h>
 
 #include "tools/peers/driver.h"
 
