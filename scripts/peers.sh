@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Builds and runs the comparison of pmindex with the authors' code (doc/performance.md, "The
+# comparison driver"; tools/peers/README.md).
+#
+#   scripts/peers.sh build PEERS                pmindex (Release, installed into OUT/prefix)
+#                                               and every driver into OUT/bin
+#   scripts/peers.sh build-peers PEERS          the peers' drivers only
+#   scripts/peers.sh run PEERS [N] [ROUNDS]     interleaved rounds into OUT/results/
+#   scripts/peers.sh summary PEERS [RESULTS]    medians and per-round ratios of a results dir
+#
+# PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart.
+# OUT is $PEERS_OUT, default PEERS/out. The peers are copied into OUT/src and changed there by the sed
+# scripts in tools/peers/sed/; PEERS itself is never written.
+#
+# Every timed run holds the lock file $PEERS_LOCK (default /tmp/pmindex-bench.lock, through
+# flock), a peer and its pmindex counterpart under one hold, so that benchmarks of others
+# sharing the machine never overlap them.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+TOOLS=$REPO/tools/peers
+LOCK=${PEERS_LOCK:-/tmp/pmindex-bench.lock}
+CXX=${CXX:-g++}
+CC=${CC:-gcc}
+OPT="-O2 -g -DNDEBUG"
+
+usage() {
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+die() {
+  echo "peers.sh: $*" >&2
+  exit 1
+}
+
+need_peers() {
+  local d
+  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart; do
+    [[ -d $PEERS/$d ]] || die "$PEERS/$d is missing (fetch the peers' sources first)"
+  done
+  # P-ART uses TBB's containers; ICPP-RNTree includes <numa.h>.
+  [[ -f /usr/include/tbb/concurrent_vector.h ]] || die "TBB headers missing (apt-get install libtbb-dev)"
+  [[ -f /usr/include/numa.h ]] || die "numa.h missing (apt-get install libnuma-dev)"
+}
+
+# Copies one peer's tree to OUT/src afresh.
+fresh_copy() {
+  rm -rf "$OUT/src/$1"
+  mkdir -p "$OUT/src"
+  cp -r "$PEERS/$1" "$OUT/src/$1"
+}
+
+# Applies a sed script to files in place and fails if a pattern the change must remove is
+# still there (a peer revision the script no longer matches).
+apply_sed() {
+  local script=$1 forbidden=$2
+  shift 2
+  local f
+  for f in "$@"; do
+    sed -i -f "$TOOLS/sed/$script" "$f"
+    if grep -nE "$forbidden" "$f"; then
+      die "$script left the lines above in $f"
+    fi
+  done
+}
+
+build_pmindex() {
+  cmake -S "$REPO" -B "$OUT/pmbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPMINDEX_BUILD_TESTS=OFF -DPMINDEX_BUILD_TOOLS=OFF -DPMINDEX_MUTANTS=OFF \
+    -DPMINDEX_INSTALL=ON -DCMAKE_INSTALL_PREFIX="$OUT/prefix" >/dev/null
+  ninja -C "$OUT/pmbuild"
+  cmake --install "$OUT/pmbuild" >/dev/null
+}
+
+# The objects every driver links: the workbench's generator.
+build_common() {
+  $CXX -std=c++20 $OPT -I"$REPO" -c "$REPO/bench/generators.cc" -o "$OUT/obj/generators.o"
+}
+
+build_pmindex_driver() {
+  local libdir=$OUT/prefix/lib
+  [[ -d $libdir ]] || libdir=$OUT/prefix/lib64
+  $CXX -std=c++20 $OPT -I"$REPO" -I"$OUT/prefix/include" "$TOOLS/pmindex_drv.cc" \
+    "$OUT/obj/generators.o" -o "$OUT/bin/pmindex_drv" -L"$libdir" -lpmindex -lpmem2 -pthread
+}
+
+build_icpp() {
+  fresh_copy ICPP-RNTree
+  local src=$OUT/src/ICPP-RNTree
+  apply_sed icpp-util.sed 'asm_clwb\(ptr\)|PM_FENCE\(\);|"mfence"|"sfence"' "$src/include/util.h"
+  apply_sed icpp-nvm.sed '/mnt/dax|8ll \* 1024 \* 1024|MAP_SHARED, fd' \
+    "$src/include/nvm_mgr.h" "$src/src/nvm_mgr.cpp"
+  local mode flags
+  for mode in adr eadr; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    # The stubs directory comes first: its tbb/spin_rw_mutex.h replaces TBB's.
+    $CXX -std=c++20 $OPT $flags -DUSE_NVM_MALLOC -DCLEAR_NVM_POOL -DNO_CONCURRENT -w \
+      -include "$TOOLS/peer_persist.h" -I"$TOOLS/stubs" -I"$src/include" -I"$REPO" \
+      "$TOOLS/icpp_drv.cc" "$src/src/util.cpp" "$src/src/threadinfo.cpp" \
+      "$src/src/nvm_mgr.cpp" "$OUT/obj/generators.o" -o "$OUT/bin/icpp_$mode" -pthread
+  done
+}
+
+build_wort() {
+  fresh_copy WORT
+  local src=$OUT/src/WORT/src
+  apply_sed wort.sed 'clflush|"mfence"|read_tsc\(\) <|static_cast' \
+    "$src/wort/wort.c" "$src/woart/woart.c"
+  local tree mode flags def
+  for tree in wort woart; do
+    def=""
+    [[ $tree == woart ]] && def="-DPEERS_WOART"
+    for mode in adr eadr; do
+      flags=""
+      [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+      $CC -std=gnu99 $OPT $flags -w -include "$TOOLS/peer_persist.h" -c "$src/$tree/$tree.c" \
+        -o "$OUT/obj/${tree}_$mode.o"
+      $CXX -std=c++20 $OPT $flags $def -I"$src/$tree" -I"$REPO" "$TOOLS/wort_drv.cc" \
+        "$OUT/obj/${tree}_$mode.o" "$OUT/obj/generators.o" -o "$OUT/bin/${tree}_$mode"
+    done
+  done
+}
+
+build_fastfair() {
+  fresh_copy FAST_FAIR
+  local src=$OUT/src/FAST_FAIR/single/src
+  apply_sed fastfair.sed 'clflush %0|"mfence"|read_tsc\(\) <' "$src/btree.h"
+  local mode flags
+  for mode in adr eadr; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    $CXX -std=c++20 $OPT $flags -w -include "$TOOLS/peer_persist.h" -I"$src" -I"$REPO" \
+      "$TOOLS/fastfair_drv.cc" "$OUT/obj/generators.o" -o "$OUT/bin/fastfair_$mode" -pthread
+  done
+}
+
+build_part() {
+  fresh_copy RECIPE
+  local src=$OUT/src/RECIPE/P-ART
+  apply_sed part.sed 'xsaveopt|"sfence"|read_tsc\(\) <' "$src/N.cpp"
+  local mode flags
+  for mode in adr eadr; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    # -DCLWB selects the clwb branch of N::clflush, which the sed script routes to
+    # PEERS_FLUSH_LINE; glibc malloc, not jemalloc.
+    $CXX -std=c++20 $OPT $flags -DCLWB -mcx16 -faligned-new=64 -w \
+      -include "$TOOLS/peer_persist.h" -I"$src" -I"$REPO" "$TOOLS/part_drv.cc" \
+      "$src/Tree.cpp" "$OUT/obj/generators.o" -o "$OUT/bin/part_$mode" -ltbb -latomic -pthread
+  done
+}
+
+build_libart() {
+  fresh_copy libart
+  local src=$OUT/src/libart/src
+  $CC -std=c99 -D_GNU_SOURCE $OPT -w -c "$src/art.c" -o "$OUT/obj/libart.o"
+  $CXX -std=c++20 $OPT -I"$src" -I"$REPO" "$TOOLS/libart_drv.cc" "$OUT/obj/libart.o" \
+    "$OUT/obj/generators.o" -o "$OUT/bin/libart"
+}
+
+cmd_build_peers() {
+  need_peers
+  mkdir -p "$OUT/bin" "$OUT/obj"
+  build_common
+  build_icpp
+  build_wort
+  build_fastfair
+  build_part
+  build_libart
+}
+
+cmd_build() {
+  need_peers
+  mkdir -p "$OUT/bin" "$OUT/obj"
+  build_pmindex
+  cmd_build_peers
+  build_pmindex_driver
+  ls "$OUT/bin"
+}
+
+# Pairs of one round: peer command | pmindex counterpart (binaries in OUT/bin, N appended).
+# FAST_FAIR has no single counterpart in pmindex; the doc sets it against the best B+tree of
+# the same round.
+pairs() {
+  local m
+  for m in adr eadr; do
+    echo "icpp_$m rntree|pmindex_drv rntree $m"
+    echo "icpp_$m rntree-ds|pmindex_drv rntree-ds $m"
+    echo "icpp_$m fptree|pmindex_drv fptree $m"
+    echo "icpp_$m nvtree|pmindex_drv nvtree $m"
+    echo "icpp_$m wbtree|pmindex_drv wbtree $m"
+    echo "icpp_$m wbtree8|pmindex_drv wbtree-so $m"
+    echo "fastfair_$m|"
+    echo "wort_$m|pmindex_drv wort $m"
+    echo "woart_$m|pmindex_drv woart $m"
+    echo "part_$m|pmindex_drv pftree $m"
+  done
+  echo "libart|pmindex_drv art volatile"
+}
+
+cmd_run() {
+  local n=${1:-1000000} rounds=${2:-3}
+  [[ -x $OUT/bin/pmindex_drv ]] || die "no drivers in $OUT/bin: run '$0 build $PEERS' first"
+  local results=$OUT/results/$(date -u +%Y%m%dT%H%M%SZ)-n$n
+  mkdir -p "$results"
+  echo "results: $results"
+  local round line peer ours
+  for ((round = 1; round <= rounds; round++)); do
+    while IFS='|' read -r peer ours; do
+      # shellcheck disable=SC2016
+      flock "$LOCK" bash -c '
+        cd "$1"
+        echo "# $(date -u +%H:%M:%S) loadavg $(cut -d" " -f1-3 /proc/loadavg)"
+        ./$2 $4 || echo "# failed: $2 $4"
+        rm -f /dev/shm/pmindex-peers-icpp.data
+        if [[ -n $3 ]]; then ./$3 $4 || echo "# failed: $3 $4"; fi
+      ' _ "$OUT/bin" "$peer" "$ours" "$n" 2>>"$results/stderr.txt" |
+        grep -E '^(#|[^ ]+ [a-z]+ n=)' | tee -a "$results/round-$round.txt"
+    done < <(pairs)
+  done
+  python3 "$TOOLS/summarize.py" "$results"
+}
+
+[[ $# -ge 2 ]] || usage
+COMMAND=$1
+PEERS=$(cd "$2" && pwd)
+shift 2
+OUT=${PEERS_OUT:-$PEERS/out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+case $COMMAND in
+  build) cmd_build ;;
+  build-peers) cmd_build_peers ;;
+  run) cmd_run "$@" ;;
+  summary)
+    python3 "$TOOLS/summarize.py" "${1:-$(ls -d "$OUT"/results/* | tail -1)}"
+    ;;
+  *) usage ;;
+esac

@@ -1,0 +1,18 @@
+/* The persistence instructions the peers' flush and fence functions are rewritten to use
+ * (scripts/peers.sh, sed scripts in tools/peers/sed/), so that every index in the comparison
+ * writes back and orders exactly as pmindex's persistence modes do:
+ *   adr  (default)      a flush is one clwb per cache line, a fence one sfence;
+ *   eadr (-DPEERS_EADR) a flush does nothing, a fence is a compiler barrier.
+ * Force-included (-include) into every peer translation unit; valid C and C++. */
+#ifndef PMINDEX_TOOLS_PEERS_PEER_PERSIST_H_
+#define PMINDEX_TOOLS_PEERS_PEER_PERSIST_H_
+
+#ifdef PEERS_EADR
+#define PEERS_FLUSH_LINE(addr) ((void)(addr))
+#define PEERS_FENCE() __asm__ __volatile__("" ::: "memory")
+#else
+#define PEERS_FLUSH_LINE(addr) __asm__ __volatile__("clwb %0" : "+m"(*(volatile char*)(addr)))
+#define PEERS_FENCE() __asm__ __volatile__("sfence" ::: "memory")
+#endif
+
+#endif /* PMINDEX_TOOLS_PEERS_PEER_PERSIST_H_ */
