@@ -151,10 +151,11 @@ TEST(PFTreeTest, RecoverFromByteCopyOfOpenPool) {
 // Scans over large leaf arrays whose entries were appended out of order: the cached key
 // order is built, extended by later appends, and checked by verify() after every step;
 // scans of every length from random starts (inside, between and across leaves) match the
-// model, also after reopening (the cached order is DRAM only and rebuilt lazily). With
-// word_values every value is 8 bytes (integer pairs: aligned, updated in place, and copied
-// by the scans' word path), else 0..63 bytes.
-void ScansFollowAppends(uint64_t seed, bool word_values) {
+// model, also after reopening (the cached order is DRAM only and rebuilt lazily). Values are
+// 8 bytes (integer pairs: aligned, updated in place, and copied by the scans' word path) with
+// the probability word_percent / 100, else 0..63 bytes; a mix makes batches that start with
+// integer pairs take others.
+void ScansFollowAppends(uint64_t seed, int word_percent) {
   TempDir dir;
   ModelChecker checker(seed);
   ASSERT_NO_FATAL_FAILURE(checker.create("pftree", dir.file("p.pool"), TestOptions()));
@@ -170,7 +171,9 @@ void ScansFollowAppends(uint64_t seed, bool word_values) {
   for (int step = 0; step < 3000; ++step) {
     const std::string k = key();
     ++version;
-    const std::string v = word_values ? std::string(IntKey(version).view()) : ValueFor(k, version);
+    const std::string v = static_cast<int>(rng() % 100) < word_percent
+                              ? std::string(IntKey(version).view())
+                              : ValueFor(k, version);
     ASSERT_NO_FATAL_FAILURE(checker.random_op(rng, k, v, kAppendMix));
     if (step % 3 == 0) {
       ASSERT_NO_FATAL_FAILURE(check_scan());
@@ -186,11 +189,15 @@ void ScansFollowAppends(uint64_t seed, bool word_values) {
 }
 
 TEST(PFTreeTest, ScansFollowAppendsIntoLargeLeaves) {
-  ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(91), /*word_values=*/false));
+  ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(91), /*word_percent=*/0));
 }
 
 TEST(PFTreeTest, ScansFollowAppendsOfIntegerPairs) {
-  ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(92), /*word_values=*/true));
+  ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(92), /*word_percent=*/100));
+}
+
+TEST(PFTreeTest, ScansFollowAppendsOfMixedPairs) {
+  ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(93), /*word_percent=*/90));
 }
 
 TEST(PFTreeTest, LockFromOlderGenerationIsFree) {

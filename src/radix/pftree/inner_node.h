@@ -38,6 +38,8 @@
 #ifndef PMINDEX_RADIX_PFTREE_INNER_NODE_H_
 #define PMINDEX_RADIX_PFTREE_INNER_NODE_H_
 
+#include <emmintrin.h>
+
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -195,13 +197,6 @@ inline uint64_t LoadIndexWord(const uint8_t* p) {
   using Word [[gnu::may_alias]] = uint64_t;
   return __atomic_load_n(reinterpret_cast<const Word*>(p), __ATOMIC_ACQUIRE);
 }
-inline constexpr uint64_t kByteOnes = 0x0101010101010101ull;
-// The high bit of every non-zero byte of x (exact: no carry crosses a byte).
-inline uint64_t NonZeroBytes(uint64_t x) {
-  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
-  return (((x & kLow7) + kLow7) | x) & ~kLow7;
-}
-
 // Calls fn(byte, child) for each non-zero child with byte >= first, in byte order, until fn
 // returns false; without allocating (scans). A shared child is visited once, with the first
 // byte of its run that is >= first. False if fn stopped it.
@@ -225,23 +220,29 @@ bool ForEachChildFrom(InnerHeader* n, int first, Fn&& fn) {
       return true;
     }
     case NodeType::kNode48: {
-      // Eight index bytes per load: the bytes that name a slot other than the previous one
-      // (runs of a shared leaf repeat a slot) are found with word arithmetic, so a node of
-      // a few runs costs 32 loads, not 256.
+      // Sixteen index bytes per step: a byte is visited if it names a slot and the byte
+      // before it names another (runs of a shared leaf repeat a slot, and a run's bytes are
+      // consecutive), or if it is `first`. A node of a few runs costs 16 steps, not 256 byte
+      // tests.
       auto* n48 = reinterpret_cast<Node48*>(n);
-      uint64_t prev = 0;
-      for (int w = first & ~7; w < 256; w += 8) {
-        const uint64_t x = LoadIndexWord(&n48->index[w]);
-        uint64_t from = w < first ? ~uint64_t{0} << (8 * (first - w)) : ~uint64_t{0};
-        for (;;) {
-          const uint64_t keep = NonZeroBytes(x) & NonZeroBytes(x ^ (prev * kByteOnes)) & from;
-          if (keep == 0) break;
-          const int i = __builtin_ctzll(keep) / 8;
-          prev = (x >> (8 * i)) & 0xFF;
-          uint64_t ref = LoadRef(&n48->children[prev - 1]);
-          if (ref != 0 && !fn(static_cast<uint8_t>(w + i), ref)) return false;
-          if (i == 7) break;
-          from = ~uint64_t{0} << (8 * (i + 1));
+      const __m128i zero = _mm_setzero_si128();
+      __m128i last = zero;  // the 16 index bytes before these
+      for (int b = first & ~15; b < 256; b += 16) {
+        const uint64_t lo = LoadIndexWord(&n48->index[b]), hi = LoadIndexWord(&n48->index[b + 8]);
+        const __m128i x = _mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo));
+        const __m128i before = _mm_or_si128(_mm_slli_si128(x, 1), _mm_srli_si128(last, 15));
+        last = x;
+        const unsigned named = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, zero))) & 0xFFFF;
+        unsigned visit = named & ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, before)));
+        if (b < first) {  // the step of `first` (s > 0): nothing below it, `first` if named
+          const int s = first - b;
+          visit = (visit | (named & (1u << s))) & (0xFFFFu << s);
+        }
+        for (; visit != 0; visit &= visit - 1) {
+          const int i = __builtin_ctz(visit);
+          const unsigned slot = static_cast<unsigned>((i < 8 ? lo >> (8 * i) : hi >> (8 * (i - 8))) & 0xFF);
+          const uint64_t ref = LoadRef(&n48->children[slot - 1]);
+          if (ref != 0 && !fn(static_cast<uint8_t>(b + i), ref)) return false;
         }
       }
       return true;

@@ -3,7 +3,6 @@
 #include <emmintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <new>
 
@@ -331,15 +330,7 @@ void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<ui
 
 namespace {
 
-// The order of a leaf built sorted: entry i is the i-th key.
-constexpr auto kIdentity = [] {
-  std::array<uint16_t, kMaxEntries> a{};
-  for (uint32_t i = 0; i < kMaxEntries; ++i) a[i] = static_cast<uint16_t>(i);
-  return a;
-}();
-
-std::string_view KeyAt(LeafHeader* l, const LeafAux* aux, uint32_t i) {
-  uint32_t pos = aux->pos[i];
+std::string_view KeyAtPos(LeafHeader* l, uint32_t pos) {
   return EntryKey(l, pos, LoadEntryHeader(l, pos));
 }
 
@@ -363,13 +354,14 @@ pm::Reclaimer* OrderReclaimerInstance() {
 }  // namespace
 
 const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& epoch) {
-  auto less = [&](uint16_t a, uint16_t b) { return KeyLess(KeyAt(l, aux, a), KeyAt(l, aux, b)); };
+  auto less = [&](uint16_t a, uint16_t b) { return KeyLess(KeyAtPos(l, a), KeyAtPos(l, b)); };
   for (;;) {
     LeafOrder* cached = aux->order.load(std::memory_order_acquire);
-    const uint16_t* base = kIdentity.data();
+    // Entries [0, sorted_n) are in key order: their offsets are the order of the sorted run.
+    const uint16_t* base = aux->pos;
     uint32_t m = std::min(aux->sorted_n, *n);
     if (cached != nullptr) {
-      base = cached->idx();
+      base = cached->pos();
       m = cached->covers;
       // Published after its builder acquired count >= covers: those entries are visible.
       if (m >= *n) {
@@ -387,44 +379,47 @@ const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& ep
     const uint32_t total = *n, k = total - m;
     struct Keyed {
       uint64_t word;
-      uint16_t idx;
+      uint16_t pos;
     };
     Keyed tail[kMaxEntries];
-    for (uint32_t i = 0; i < k; ++i) tail[i] = {KeyWord(KeyAt(l, aux, m + i)), uint16_t(m + i)};
+    for (uint32_t i = 0; i < k; ++i) {
+      const uint16_t pos = aux->pos[m + i];
+      tail[i] = {KeyWord(KeyAtPos(l, pos)), pos};
+    }
     std::sort(tail, tail + k, [&](const Keyed& a, const Keyed& b) {
-      return a.word != b.word ? a.word < b.word : less(a.idx, b.idx);
+      return a.word != b.word ? a.word < b.word : less(a.pos, b.pos);
     });
     size_t bytes = sizeof(LeafOrder) + 2 * size_t{total};
     auto* built = new (::operator new(bytes)) LeafOrder{total, static_cast<uint32_t>(bytes)};
-    uint16_t* out = built->idx();
+    uint16_t* out = built->pos();
     const uint16_t* b = base;
     const uint16_t* const bend = base + m;
     if (size_t{k} * 8 < m) {  // a few appends: find each one's place by binary search
       for (uint32_t i = 0; i < k; ++i) {
-        const uint16_t* p = std::upper_bound(b, bend, tail[i].idx, less);
+        const uint16_t* p = std::upper_bound(b, bend, tail[i].pos, less);
         out = std::copy(b, p, out);
         b = p;
-        *out++ = tail[i].idx;
+        *out++ = tail[i].pos;
       }
     } else {  // many: one linear merge, an appended entry after equal ones of the base
       uint32_t i = 0;
       while (b != bend && i < k) {
-        const std::string_view bk = KeyAt(l, aux, *b);
+        const std::string_view bk = KeyAtPos(l, *b);
         const uint64_t bw = KeyWord(bk);
         // Every appended entry below the base entry goes first.
         while (i < k && (tail[i].word != bw ? tail[i].word < bw
-                                            : KeyLess(KeyAt(l, aux, tail[i].idx), bk))) {
-          *out++ = tail[i++].idx;
+                                            : KeyLess(KeyAtPos(l, tail[i].pos), bk))) {
+          *out++ = tail[i++].pos;
         }
         *out++ = *b++;
       }
-      for (; i < k; ++i) *out++ = tail[i].idx;
+      for (; i < k; ++i) *out++ = tail[i].pos;
     }
     std::copy(b, bend, out);
     if (aux->order.compare_exchange_strong(cached, built, std::memory_order_acq_rel,
                                            std::memory_order_relaxed)) {
       if (cached != nullptr) epoch.Retire(OrderReclaimerInstance(), 0, cached);
-      return built->idx();
+      return built->pos();
     }
     FreeOrder(built);  // another scan published first: use (or extend) its order
   }
@@ -432,13 +427,13 @@ const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& ep
 
 void DrainOrders(pm::Epoch& epoch) { epoch.Drain(OrderReclaimerInstance()); }
 
-uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
-                    std::string_view key, bool after) {
+uint32_t LowerBound(LeafHeader* l, const uint16_t* order, uint32_t n, std::string_view key,
+                    bool after) {
   const uint16_t* p =
       after ? std::upper_bound(order, order + n, key,
-                               [&](std::string_view k, uint16_t i) { return KeyLess(k, KeyAt(l, aux, i)); })
+                               [&](std::string_view k, uint16_t pos) { return KeyLess(k, KeyAtPos(l, pos)); })
             : std::lower_bound(order, order + n, key,
-                               [&](uint16_t i, std::string_view k) { return KeyLess(KeyAt(l, aux, i), k); });
+                               [&](uint16_t pos, std::string_view k) { return KeyLess(KeyAtPos(l, pos), k); });
   return static_cast<uint32_t>(p - order);
 }
 
@@ -449,13 +444,13 @@ std::string CheckOrder(LeafHeader* l, LeafAux* aux) {
   if (order->covers > n || order->covers <= std::min(aux->sorted_n, n))
     return "cached key order covers " + std::to_string(order->covers) + " of " +
            std::to_string(n) + " entries";
-  std::vector<bool> seen(order->covers);
-  const uint16_t* idx = order->idx();
-  for (uint32_t i = 0; i < order->covers; ++i) {
-    if (idx[i] >= order->covers || seen[idx[i]]) return "cached key order is no permutation";
-    seen[idx[i]] = true;
-    if (i > 0 && KeyAt(l, aux, idx[i]) < KeyAt(l, aux, idx[i - 1]))
-      return "cached key order is not sorted";
+  const uint16_t* pos = order->pos();
+  std::vector<uint16_t> listed(pos, pos + order->covers), entries(aux->pos, aux->pos + order->covers);
+  std::sort(listed.begin(), listed.end());
+  std::sort(entries.begin(), entries.end());
+  if (listed != entries) return "cached key order is no permutation of the entries";
+  for (uint32_t i = 1; i < order->covers; ++i) {
+    if (KeyAtPos(l, pos[i]) < KeyAtPos(l, pos[i - 1])) return "cached key order is not sorted";
   }
   return {};
 }

@@ -98,14 +98,16 @@ static_assert(sizeof(LeafHeader) == kLeafHeaderSize);
 static_assert(offsetof(LeafHeader, depth) == 10 && offsetof(LeafHeader, capacity) == 12);
 static_assert(offsetof(LeafHeader, aux) == 16 && offsetof(LeafHeader, aux_gen) == 24);
 
-// The key order of entries [0, covers) of one leaf array: idx()[i] is the entry index of the
-// i-th smallest key. Dead entries stay in it (readers check the valid bit); a key's old and
-// new version are adjacent in either order. Immutable once published in LeafAux::order, so
-// any reader may build one from the immutable published entries, whatever writers do.
+// The key order of entries [0, covers) of one leaf array: pos()[i] is the data-area offset
+// of the i-th smallest key (offsets, not entry indexes, so a scan reads an entry without a
+// second load through LeafAux::pos). Dead entries stay in it (readers check the valid bit); a
+// key's old and new version are adjacent in either order. Immutable once published in
+// LeafAux::order, so any reader may build one from the immutable published entries, whatever
+// writers do.
 struct LeafOrder {
   uint32_t covers;
   uint32_t bytes;  // of this allocation
-  uint16_t* idx() { return reinterpret_cast<uint16_t*>(this + 1); }
+  uint16_t* pos() { return reinterpret_cast<uint16_t*>(this + 1); }
 };
 void FreeOrder(LeafOrder* order);
 
@@ -263,18 +265,20 @@ LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error)
 // (verify's independent reference; scans use KeyOrder).
 void SortedEntries(LeafHeader* l, const LeafAux* aux, uint32_t n, std::vector<uint32_t>* out);
 
-// The key order of the published entries [0, *n) (dead ones included), for a reader inside an
-// guard of `epoch` (the pool's); valid until the guard ends. O(1) when the cached order (or the leaf's sorted
-// run) covers *n, which it then may raise to the entries the cached order covers. Otherwise
-// the appended entries it lacks are sorted and merged into a new order that is published for
-// later scans (k log k + k log m key comparisons and one O(m) copy for k new entries).
+// The key order of the published entries [0, *n) (dead ones included) as their data-area
+// offsets, for a reader inside a guard of `epoch` (the pool's); valid until the guard ends.
+// O(1) when the cached order (or the leaf's sorted run, whose offsets are aux->pos) covers *n,
+// which it then may raise to the entries the cached order covers. Otherwise the appended
+// entries it lacks are sorted and merged into a new order that is published for later scans
+// (k log k + k log m key comparisons and one O(m) copy for k new entries).
 const uint16_t* KeyOrder(LeafHeader* l, LeafAux* aux, uint32_t* n, pm::Epoch& epoch);
 // Frees every replaced order retired in `epoch` now (index close: no reader remains).
 void DrainOrders(pm::Epoch& epoch);
 
-// First position in order[0, n) whose key is >= key (> key if `after`).
-uint32_t LowerBound(LeafHeader* l, const LeafAux* aux, const uint16_t* order, uint32_t n,
-                    std::string_view key, bool after = false);
+// First position in order[0, n) (data-area offsets in key order) whose key is >= key (> key
+// if `after`).
+uint32_t LowerBound(LeafHeader* l, const uint16_t* order, uint32_t n, std::string_view key,
+                    bool after = false);
 
 // Empty if aux's cached order is a key-ordered permutation of the entries it covers, else
 // what is wrong (verify).

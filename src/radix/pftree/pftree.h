@@ -152,7 +152,9 @@ class PFTree final : public Index, private pm::Reclaimer {
   // short). False if there is none.
   // A scan batch: the pairs' bytes back to back in one buffer, and a (position, sizes) array
   // beside it. Both start inline (a scan of 100 pairs of 8-byte keys and values fits, so a
-  // scan allocates nothing) and only grow; add is inline and bounds-checks once.
+  // scan allocates nothing) and only grow; add is inline and bounds-checks once. While every
+  // pair is an 8-byte key and value (integer keys), pair i is the 16 bytes at 16 i and the
+  // array is not written: the array is filled in only when another pair joins.
   class ScanBatch {
     struct Pair {
       uint32_t offset;  // of the key in bytes_; the value follows it
@@ -169,11 +171,24 @@ class PFTree final : public Index, private pm::Reclaimer {
     void clear() {
       used_ = 0;
       n_ = 0;
+      words_ = true;
     }
     // Room for n pairs in all (their bytes are checked per pair).
     void ReservePairs(size_t n) {
       if (n > pair_cap_) [[unlikely]]
         GrowPairs(n);
+    }
+    // Where up to n integer pairs (8-byte key, then 8-byte value) may be stored if the batch
+    // holds only such pairs (else nullptr); AddWords(k) then adds the first k stored.
+    char* WordSpace(size_t n) {
+      if (!words_) return nullptr;
+      if (used_ + 16 * n > cap_) [[unlikely]]
+        grow(used_ + 16 * n);
+      return bytes_ + used_;
+    }
+    void AddWords(size_t k) {
+      n_ += k;
+      used_ += 16 * k;
     }
     // Adds pairs to a batch with its counters and pointers in registers: stores of pair bytes
     // (char) may alias any member of the batch, so adding through the batch itself reloads
@@ -183,19 +198,17 @@ class PFTree final : public Index, private pm::Reclaimer {
      public:
       explicit Appender(ScanBatch* b)
           : b_(b), bytes_(b->bytes_), pairs_(b->pairs_), used_(b->used_), n_(b->n_),
-            cap_(b->cap_) {}
+            cap_(b->cap_), words_(b->words_) {}
       Appender(const Appender&) = delete;
       Appender& operator=(const Appender&) = delete;
       ~Appender() { Commit(); }
       size_t size() const { return n_; }
       [[gnu::always_inline]] void add(std::string_view key, std::string_view value) {
+        if (words_) [[unlikely]]
+          EndWords();
         const size_t need = used_ + key.size() + value.size();
-        if (need > cap_) [[unlikely]] {
-          Commit();
-          b_->grow(need);
-          bytes_ = b_->bytes_;
-          cap_ = b_->cap_;
-        }
+        if (need > cap_) [[unlikely]]
+          Grow(need);
         assert(n_ < b_->pair_cap_);  // ReservePairs before
         char* p = bytes_ + used_;
         Copy(p, key);
@@ -205,39 +218,45 @@ class PFTree final : public Index, private pm::Reclaimer {
         used_ = need;
       }
 
-      // An 8-byte key and value (integer pairs), each given as its bytes in a word.
-      [[gnu::always_inline]] void AddWords(uint64_t key, uint64_t value) {
-        const size_t need = used_ + 16;
-        if (need > cap_) [[unlikely]] {
-          Commit();
-          b_->grow(need);
-          bytes_ = b_->bytes_;
-          cap_ = b_->cap_;
-        }
-        assert(n_ < b_->pair_cap_);
-        std::memcpy(bytes_ + used_, &key, 8);
-        std::memcpy(bytes_ + used_ + 8, &value, 8);
-        pairs_[n_++] = {static_cast<uint32_t>(used_), 8, 8};
-        used_ = need;
-      }
-
      private:
       void Commit() {
         b_->used_ = used_;
         b_->n_ = n_;
+        b_->words_ = words_;
+      }
+      // Inline, as the batch's grow is not: the appender's address must not escape, or its
+      // members could not stay in registers.
+      [[gnu::always_inline]] void Grow(size_t need) {
+        Commit();
+        b_->grow(need);
+        bytes_ = b_->bytes_;
+        cap_ = b_->cap_;
+      }
+      // The pairs so far were all words (pair i at 16 i): written out for a pair of other sizes.
+      [[gnu::always_inline]] void EndWords() {
+        b_->WriteWordPairs(n_);
+        words_ = false;
       }
       ScanBatch* b_;
       char* bytes_;
       Pair* pairs_;
       size_t used_, n_, cap_;
+      bool words_;
     };
     // Calls fn(key, value) for pairs [from, size()) while it returns true; the index of the
     // pair it stopped at, or size().
     template <typename Fn>
     size_t ForEach(size_t from, Fn&& fn) const {
       const char* bytes = bytes_;
-      const Pair* pairs = pairs_;
       const size_t n = n_;
+      if (words_) {
+        for (size_t i = from; i < n; ++i) {
+          const char* k = bytes + 16 * i;
+          if (!fn(std::string_view(k, 8), std::string_view(k + 8, 8))) return i;
+        }
+        return n;
+      }
+      const Pair* pairs = pairs_;
       for (size_t i = from; i < n; ++i) {
         const Pair p = pairs[i];
         const char* k = bytes + p.offset;
@@ -248,12 +267,12 @@ class PFTree final : public Index, private pm::Reclaimer {
     }
     void truncate(size_t n) {  // keeps the first n pairs
       if (n >= n_) return;
-      used_ = pairs_[n].offset;
+      used_ = words_ ? 16 * n : pairs_[n].offset;
       n_ = n;
     }
-    std::string_view key(size_t i) const { return {bytes_ + pairs_[i].offset, pairs_[i].key_size}; }
-    std::string_view value(size_t i) const {
-      return {bytes_ + pairs_[i].offset + pairs_[i].key_size, pairs_[i].value_size};
+    std::string_view key(size_t i) const {
+      if (words_) return {bytes_ + 16 * i, 8};
+      return {bytes_ + pairs_[i].offset, pairs_[i].key_size};
     }
 
    private:
@@ -277,10 +296,13 @@ class PFTree final : public Index, private pm::Reclaimer {
       bytes_ = heap_bytes_.get();
       cap_ = cap;
     }
+    [[gnu::noinline]] void WriteWordPairs(size_t n) {
+      for (size_t i = 0; i < n; ++i) pairs_[i] = {static_cast<uint32_t>(16 * i), 8, 8};
+    }
     [[gnu::noinline]] void GrowPairs(size_t n) {
       const size_t cap = std::max(n, 2 * pair_cap_);
       std::unique_ptr<Pair[]> bigger(new Pair[cap]);
-      std::copy(pairs_, pairs_ + n_, bigger.get());
+      if (!words_) std::copy(pairs_, pairs_ + n_, bigger.get());
       heap_pairs_ = std::move(bigger);
       pairs_ = heap_pairs_.get();
       pair_cap_ = cap;
@@ -293,9 +315,15 @@ class PFTree final : public Index, private pm::Reclaimer {
     size_t cap_ = kInlineBytes;
     size_t n_ = 0;
     size_t pair_cap_ = kInlinePairs;
+    bool words_ = true;  // pairs [0, n_) are all 8-byte keys and values, pair i at 16 i
     std::unique_ptr<char[]> heap_bytes_;
     std::unique_ptr<Pair[]> heap_pairs_;
   };
+  static void CopyPairs(LeafHeader* leaf, const uint16_t* order, uint32_t first, uint32_t want,
+                        uint32_t n, ScanBatch* out);
+  // The general copy: pairs of any sizes from order[i, end) on.
+  static void CopyAnyPairs(LeafHeader* leaf, const uint16_t* order, uint32_t i, uint32_t end,
+                           uint32_t n, ScanBatch* out);
   bool NextBatch(std::string_view cursor, bool inclusive, size_t limit, ScanBatch* out);
   int CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool inclusive, size_t limit,
                   bool bounded, ScanBatch* out);

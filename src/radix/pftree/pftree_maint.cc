@@ -36,6 +36,73 @@ const IndexTraits& PFTree::Traits() {
 
 // ---- scan ----
 
+// Entries sit in append order, so key order jumps around the data area: the copies request
+// the entry kScanAhead places on while one is copied, so the misses overlap.
+constexpr uint32_t kScanAhead = 8;
+
+// Copies the live pairs of order[first, n) (data-area offsets in key order) into the batch
+// until `want` were added: every live entry adds one pair, a dead one moves the end on by one.
+// Integer pairs go through a loop of their own that stores into the batch directly (the
+// general copy, with its string views, kept the loop's values in memory).
+void PFTree::CopyPairs(LeafHeader* leaf, const uint16_t* order, uint32_t first, uint32_t want,
+                       uint32_t n, ScanBatch* out) {
+  constexpr uint16_t kWordPair = MakeEntryHeader(8, 8);  // valid, 8-byte key and value
+  uint32_t i = first, end = first + want;
+  const char* const data = LeafData(leaf);
+  for (uint32_t j = first; j < std::min(end, first + kScanAhead); ++j) pm::PrefetchLine(data + order[j]);
+  out->ReservePairs(out->size() + want);
+  if (char* const words = out->WordSpace(want)) {
+    char* to = words;
+    for (; i < end; ++i) {
+      if (i + kScanAhead < end) pm::PrefetchLine(data + order[i + kScanAhead]);
+      const uint32_t epos = order[i];
+      const uint16_t h = LoadEntryHeader(leaf, epos);
+      if (h == kWordPair && (epos + 2 + 8) % 8 == 0) {
+        // A live integer pair with its value aligned (every one this build writes): the key
+        // in one load, the value in one atomic load (it may be updated in place).
+        const char* e = data + epos;
+        uint64_t kw;
+        std::memcpy(&kw, e + 2, 8);
+        const uint64_t vw = std::atomic_ref<uint64_t>(
+            *reinterpret_cast<uint64_t*>(const_cast<char*>(e) + 10)).load(std::memory_order_relaxed);
+        std::memcpy(to, &kw, 8);
+        std::memcpy(to + 8, &vw, 8);
+        to += 16;
+      } else if (!(h & kEntryValid)) {
+        if (end < n) ++end;
+      } else {
+        break;  // a pair of other sizes: the general copy takes over
+      }
+    }
+    out->AddWords(static_cast<size_t>(to - words) / 16);
+    if (i == end) return;
+  }
+  CopyAnyPairs(leaf, order, i, end, n, out);
+}
+
+void PFTree::CopyAnyPairs(LeafHeader* leaf, const uint16_t* order, uint32_t i, uint32_t end,
+                          uint32_t n, ScanBatch* out) {
+  const char* const data = LeafData(leaf);
+  ScanBatch::Appender add(out);  // publishes the pairs to out at the end
+  for (; i < end; ++i) {
+    if (i + kScanAhead < end) pm::PrefetchLine(data + order[i + kScanAhead]);
+    const uint32_t epos = order[i];
+    const uint16_t h = LoadEntryHeader(leaf, epos);
+    if (!(h & kEntryValid)) {
+      if (end < n) ++end;
+      continue;
+    }
+    std::string_view k = EntryKey(leaf, epos, h);
+    if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
+      // May be overwritten in place meanwhile: one atomic load (validated with the leaf).
+      const uint64_t x = std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_relaxed);
+      add.add(k, std::string_view(reinterpret_cast<const char*>(&x), 8));
+    } else {
+      add.add(k, EntryValue(leaf, epos, h));
+    }
+  }
+}
+
 // One traversal collects from consecutive leaf arrays until the batch is full (kFound), so a
 // scan descends from the root once per batch, not once per leaf array. A leaf's pairs enter
 // the batch only after its version validated; on kRestart the batch keeps what was
@@ -48,47 +115,13 @@ int PFTree::CollectFrom(uint64_t ref, size_t pos, std::string_view cursor, bool 
     if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) return kRestart;
     LeafAux* aux = AuxOf(leaf);
     uint32_t n = aux->count.load(std::memory_order_acquire);
-    const uint16_t* order = KeyOrder(leaf, aux, &n, epoch());  // cached; sorts only new appends
+    // Data-area offsets in key order; cached, sorts only new appends.
+    const uint16_t* order = KeyOrder(leaf, aux, &n, epoch());
     const size_t before = out->size();
-    // Entries sit in append order, so key order jumps around the data area: request the
-    // entry kAhead places on while this one is copied, so the misses overlap.
-    constexpr uint32_t kAhead = 8;
-    constexpr uint16_t kWordPair = MakeEntryHeader(8, 8);  // valid, 8-byte key and value
     // From the first key at (inclusive) or after (exclusive) the cursor.
-    const uint32_t first = bounded ? LowerBound(leaf, aux, order, n, cursor, !inclusive) : 0;
+    const uint32_t first = bounded ? LowerBound(leaf, order, n, cursor, !inclusive) : 0;
     const uint32_t want = static_cast<uint32_t>(std::min<size_t>(n - first, limit - out->size()));
-    for (uint32_t i = first; i < std::min(n, first + kAhead) && i < first + want; ++i) {
-      pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i]]);
-    }
-    {
-      out->ReservePairs(out->size() + want);
-      ScanBatch::Appender add(out);  // publishes the pairs to out at the end of the block
-      for (uint32_t i = first; i < n && add.size() < limit; ++i) {  // copy no more than needed
-        if (i + kAhead < n) pm::PrefetchLine(LeafData(leaf) + aux->pos[order[i + kAhead]]);
-        uint32_t epos = aux->pos[order[i]];
-        uint16_t h = LoadEntryHeader(leaf, epos);
-        if (h == kWordPair && (epos + 2 + 8) % 8 == 0) {
-          // A live integer pair with its value aligned (every one this build writes): the
-          // key in one load, the value in one atomic load (it may be updated in place).
-          const char* e = LeafData(leaf) + epos;
-          uint64_t kw;
-          std::memcpy(&kw, e + 2, 8);
-          const uint64_t vw = std::atomic_ref<uint64_t>(
-              *reinterpret_cast<uint64_t*>(const_cast<char*>(e) + 10)).load(std::memory_order_relaxed);
-          add.AddWords(kw, vw);
-          continue;
-        }
-        if (!(h & kEntryValid)) continue;
-        std::string_view k = EntryKey(leaf, epos, h);
-        if (const uint64_t* w = InPlaceValue(leaf, epos, h)) {
-          // May be overwritten in place meanwhile: one atomic load (validated with the leaf).
-          const uint64_t x = std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w)).load(std::memory_order_relaxed);
-          add.add(k, std::string_view(reinterpret_cast<const char*>(&x), 8));
-        } else {
-          add.add(k, EntryValue(leaf, epos, h));
-        }
-      }
-    }
+    CopyPairs(leaf, order, first, want, n, out);
     if (!VersionLock::ReadValidate(&leaf->lock, version)) {
       out->truncate(before);
       return kRestart;
@@ -179,11 +212,9 @@ size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   ScanBatch batch;
   while (count < max_count && NextBatch(cursor, inclusive, max_count - count, &batch)) {
     // The batch holds at most max_count - count pairs (NextBatch's limit).
-    const size_t stop = batch.ForEach(0, [&](std::string_view k, std::string_view v) {
-      ++count;
-      return fn(k, v);
-    });
-    if (stop < batch.size()) return count;
+    const size_t stop = batch.ForEach(0, fn);
+    if (stop < batch.size()) return count + stop + 1;  // fn stopped at pair `stop`
+    count += stop;
     cursor.assign(batch.key(batch.size() - 1));
     inclusive = false;
   }
