@@ -41,6 +41,8 @@
 #ifndef PMINDEX_RADIX_PFTREE_LEAF_ARRAY_H_
 #define PMINDEX_RADIX_PFTREE_LEAF_ARRAY_H_
 
+#include <emmintrin.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -185,7 +187,28 @@ inline void CopyEntryValue(LeafHeader* l, uint32_t pos, uint16_t h, std::string*
   radix::CopyValue(v.data(), v.size(), out);
 }
 
-uint8_t Fingerprint(std::string_view key);
+// The key's 1-byte fingerprint (a hash; DRAM only, recomputed by recovery). Inline: every
+// operation computes one.
+inline uint8_t Fingerprint(std::string_view key) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ key.size();
+  const char* p = key.data();
+  size_t n = key.size();
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+    p += 8;
+    n -= 8;
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+  }
+  h ^= h >> 32;
+  h ^= h >> 16;
+  return static_cast<uint8_t>(h ^ (h >> 8));
+}
 
 // Prefetches, so the misses of one access overlap instead of following each other:
 // PrefetchLeaf when a child reference names a leaf array (its header line, which holds the
@@ -197,8 +220,60 @@ uint8_t Fingerprint(std::string_view key);
 inline void PrefetchLeaf(const LeafHeader* l) { pm::PrefetchLines(l, 0, kMinLeafBlock); }
 inline void PrefetchAux(const LeafAux* aux) { pm::PrefetchLines(aux, 0, 640); }
 
-// Index (< n) of the newest valid entry with `key`, or -1.
-int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view key, uint8_t fp);
+namespace detail {
+// Entry pos's key bytes equal `key` (of the same length): the memcmp of a key that is not 8
+// bytes, out of line so that FindEntry's callers do not save registers around a call.
+bool EntryKeyBytesEqual(LeafHeader* l, uint32_t pos, std::string_view key);
+}  // namespace detail
+
+// Entry pos is valid and holds `key`.
+[[gnu::always_inline]] inline bool EntryMatches(LeafHeader* l, uint32_t pos, std::string_view key) {
+  const uint16_t h = LoadEntryHeader(l, pos);
+  if ((h & 0xFFC0) != (kEntryValid | key.size() << 6)) return false;  // valid, same length
+  if (key.size() == 8) {  // integer keys: one word compare
+    uint64_t a, b;
+    std::memcpy(&a, LeafData(l) + pos + 2, 8);
+    std::memcpy(&b, key.data(), 8);
+    return a == b;
+  }
+  return detail::EntryKeyBytesEqual(l, pos, key);
+}
+
+// Index (< n) of the newest valid entry with `key`, or -1: the fingerprints are compared 16
+// at a time (SSE), newest first, and only a matching one's entry is read. Inline, with the
+// fingerprint and position arrays in registers: every point operation probes once.
+[[gnu::always_inline]] inline int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n,
+                                            std::string_view key, uint8_t fp) {
+  if (n == 0) return -1;
+  const uint8_t* const fps = aux->fp;
+  const uint16_t* const pos = aux->pos;
+#ifdef PMINDEX_TSAN
+  // Scalar: the vector loads below read fingerprints past `count`, which a writer may be
+  // storing (harmless, masked out, but a reported race).
+  for (int i = static_cast<int>(n) - 1; i >= 0; --i)
+    if (fps[i] == fp && EntryMatches(l, pos[i], key)) return i;
+  return -1;
+#else
+  const __m128i needle = _mm_set1_epi8(static_cast<char>(fp));
+  auto matches = [&](int base) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(fps + base));
+    return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)));
+  };
+  // The newest group first, its fingerprints at and past n masked out.
+  int base = static_cast<int>((n - 1) & ~15u);
+  unsigned mask = matches(base) & ((2u << ((n - 1) & 15u)) - 1);
+  for (;;) {
+    while (mask != 0) {
+      const int bit = 31 - __builtin_clz(mask);  // newest first
+      if (EntryMatches(l, pos[base + bit], key)) return base + bit;
+      mask ^= 1u << bit;
+    }
+    base -= 16;
+    if (base < 0) return -1;
+    mask = matches(base);
+  }
+#endif
+}
 
 // Appends and commits key -> value. Caller holds the lock. False (nothing written) if the
 // data area or the entry arrays are full.

@@ -85,6 +85,28 @@ Status PFTree::upsert(std::string_view key, std::string_view value) {
 }
 Status PFTree::remove(std::string_view key) { return Write(key, {}, Op::kRemove); }
 
+inline LeafHeader* PFTree::DescendToLeaf(InnerHeader* node, std::string_view key,
+                                         InnerHeader** stop) const {
+  size_t pos = 0;
+  for (;;) {
+    const size_t plen = node->prefix_len;
+    if (plen != 0) {
+      if (key.size() - pos < plen || std::memcmp(PrefixOf(node), key.data() + pos, plen) != 0)
+        break;
+      pos += plen;
+    }
+    uint64_t* slot =
+        key.size() == pos ? &node->term : ChildSlot(node, static_cast<uint8_t>(key[pos]));
+    const uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
+    if (child == 0) break;
+    if (IsLeafRef(child)) return at<LeafHeader>(child);
+    node = at<InnerHeader>(child);
+    ++pos;
+  }
+  *stop = node;
+  return nullptr;
+}
+
 Status PFTree::lookup(std::string_view key, std::string* value) {
   if (key.empty() || key.size() > kMaxKeySize) {
     return Status::InvalidArgument("key length out of range");
@@ -94,46 +116,26 @@ Status PFTree::lookup(std::string_view key, std::string* value) {
   InnerHeader* const top = root();
   if (top == nullptr) return Status::NotFound();
   for (;;) {
-    InnerHeader* node = top;
-    size_t pos = 0;
-    int result = -1;  // -1 restart, 0 absent, 1 found
-    for (;;) {
-      const size_t plen = node->prefix_len;
-      if (plen != 0) {
-        if (key.size() - pos < plen || std::memcmp(PrefixOf(node), key.data() + pos, plen) != 0) {
-          result = VersionLock::IsObsolete(&node->lock, gen_) ? -1 : 0;
-          break;
-        }
-        pos += plen;
-      }
-      uint64_t* slot = key.size() == pos ? &node->term
-                                         : FindChildSlot(node, static_cast<uint8_t>(key[pos]));
-      uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
-      if (child == 0) {
-        result = VersionLock::IsObsolete(&node->lock, gen_) ? -1 : 0;
-        break;
-      }
-      if (IsLeafRef(child)) {
-        auto* leaf = at<LeafHeader>(child);
-        PrefetchLeaf(leaf);
-        uint64_t version;
-        if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) break;
-        LeafAux* aux = AuxOf(leaf);
-        PrefetchAux(aux);
-        uint32_t n = aux->count.load(std::memory_order_acquire);
-        int idx = FindEntry(leaf, aux, n, key, fp);
-        if (idx >= 0) {
-          uint32_t epos = aux->pos[idx];
-          if (value != nullptr) CopyEntryValue(leaf, epos, LoadEntryHeader(leaf, epos), value);
-        }
-        if (!VersionLock::ReadValidate(&leaf->lock, version)) break;
-        result = idx >= 0 ? 1 : 0;
-        break;
-      }
-      node = at<InnerHeader>(child);
-      ++pos;
+    InnerHeader* stop = nullptr;
+    LeafHeader* const leaf = DescendToLeaf(top, key, &stop);
+    if (leaf == nullptr) {
+      // No place for the key in `stop`: absent, unless stop was replaced meanwhile.
+      if (VersionLock::IsObsolete(&stop->lock, gen_)) continue;
+      return Status::NotFound();
     }
-    if (result >= 0) return result == 1 ? Status::OK() : Status::NotFound();
+    PrefetchLeaf(leaf);
+    uint64_t version;
+    if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) continue;
+    LeafAux* const aux = AuxOf(leaf);
+    PrefetchAux(aux);
+    const uint32_t n = aux->count.load(std::memory_order_acquire);
+    const int idx = FindEntry(leaf, aux, n, key, fp);
+    if (idx >= 0 && value != nullptr) {
+      const uint32_t epos = aux->pos[idx];
+      CopyEntryValue(leaf, epos, LoadEntryHeader(leaf, epos), value);
+    }
+    if (!VersionLock::ReadValidate(&leaf->lock, version)) continue;
+    return idx >= 0 ? Status::OK() : Status::NotFound();
   }
 }
 
@@ -196,7 +198,7 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
         pos += plen;
       }
       uint64_t* slot = key.size() == pos ? &node->term
-                                         : FindChildSlot(node, static_cast<uint8_t>(key[pos]));
+                                         : ChildSlot(node, static_cast<uint8_t>(key[pos]));
       uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
       if (child == 0) {
         if (must_exist) {

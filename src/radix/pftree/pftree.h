@@ -93,6 +93,10 @@ class PFTree final : public Index, private pm::Reclaimer {
   T* at(uint64_t ref) const {
     return reinterpret_cast<T*>(base_ + RefOffset(ref));
   }
+  // The leaf array the descent for `key` from `node` reaches, or nullptr: *stop is then the
+  // node whose prefix or slot has no place for the key (absent unless it is obsolete).
+  [[gnu::always_inline]] LeafHeader* DescendToLeaf(InnerHeader* node, std::string_view key,
+                                                   InnerHeader** stop) const;
   Status Write(std::string_view key, std::string_view value, Op op);
   Status WriteOnce(std::string_view key, std::string_view value, Op op);
   // Where a write found its leaf array: the node holding the reference (`parent`, at `slot`
