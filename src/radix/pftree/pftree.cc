@@ -78,6 +78,7 @@ Status PFTree::insert(std::string_view key, std::string_view value) {
   return Write(key, value, Op::kInsert);
 }
 Status PFTree::update(std::string_view key, std::string_view value) {
+  if (UpdateInPlaceFast(key, value)) return Status::OK();
   return Write(key, value, Op::kUpdate);
 }
 Status PFTree::upsert(std::string_view key, std::string_view value) {
@@ -105,6 +106,32 @@ inline LeafHeader* PFTree::DescendToLeaf(InnerHeader* node, std::string_view key
   }
   *stop = node;
   return nullptr;
+}
+
+bool PFTree::UpdateInPlaceFast(std::string_view key, std::string_view value) {
+  if (value.size() != 8 || key.empty() || key.size() > kMaxKeySize ||
+      !Alignable(key.size(), value.size()))
+    return false;
+  InnerHeader* const top = root();
+  if (top == nullptr) return false;
+  const uint8_t fp = Fingerprint(key);
+  pm::Epoch::Guard guard(epoch());
+  InnerHeader* stop = nullptr;
+  LeafHeader* const leaf = DescendToLeaf(top, key, &stop);
+  if (leaf == nullptr) return false;
+  PrefetchLeaf(leaf);
+  // A leaf that is not obsolete once locked is the one that holds the key: a writer that
+  // replaces it marks it obsolete under this lock before the swap.
+  if (!VersionLock::LockInline(&leaf->lock, gen_)) return false;
+  LeafAux* const aux = AuxOf(leaf);
+  PrefetchAux(aux);
+  const int idx = FindEntry(leaf, aux, aux->count.load(std::memory_order_relaxed), key, fp);
+  if (idx >= 0 && UpdateInPlace(pc(), leaf, aux, static_cast<uint32_t>(idx), value)) {
+    VersionLock::Unlock(&leaf->lock, gen_);  // the commit was the value's store
+    return true;
+  }
+  VersionLock::Unlock(&leaf->lock, gen_, /*bump=*/false);  // nothing changed
+  return false;
 }
 
 Status PFTree::lookup(std::string_view key, std::string* value) {

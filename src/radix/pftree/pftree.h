@@ -97,6 +97,12 @@ class PFTree final : public Index, private pm::Reclaimer {
   // node whose prefix or slot has no place for the key (absent unless it is obsolete).
   [[gnu::always_inline]] LeafHeader* DescendToLeaf(InnerHeader* node, std::string_view key,
                                                    InnerHeader** stop) const;
+  // update() of an 8-byte value that sits on an 8-byte boundary (how this build writes every
+  // 8-byte value of an even-length key): the lookup's descent, the leaf's lock, one persisted
+  // 8-byte store (the commit, as in WriteToLeaf). Nothing is replaced, so nothing restarts.
+  // False, with nothing changed, for any other update (absent key, other sizes, a leaf
+  // replaced meanwhile): Write handles it.
+  bool UpdateInPlaceFast(std::string_view key, std::string_view value);
   Status Write(std::string_view key, std::string_view value, Op op);
   Status WriteOnce(std::string_view key, std::string_view value, Op op);
   // Where a write found its leaf array: the node holding the reference (`parent`, at `slot`
