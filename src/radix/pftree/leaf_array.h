@@ -212,13 +212,15 @@ inline uint8_t Fingerprint(std::string_view key) {
 
 // Prefetches, so the misses of one access overlap instead of following each other:
 // PrefetchLeaf when a child reference names a leaf array (its header line, which holds the
-// lock and the aux pointer, and the start of the data area: all of a minimum-size block);
-// PrefetchAux once the aux pointer is read (the fingerprint and position arrays sit behind
-// the struct in the same allocation: ten lines cover the struct, the fingerprints of a
-// largest leaf array, ~250 entries, which a probe scans, and the first positions; a position
-// is read per match).
-inline void PrefetchLeaf(const LeafHeader* l) { pm::PrefetchLines(l, 0, kMinLeafBlock); }
-inline void PrefetchAux(const LeafAux* aux) { pm::PrefetchLines(aux, 0, 640); }
+// lock and the aux pointer; the entry sought may be anywhere in up to 8 KiB, so data lines
+// are not requested on a guess); PrefetchAux once the aux pointer is read: the struct, the
+// fingerprints and the positions of a largest leaf array (256 entries: the allocation
+// NewAux makes for it), so the position a match reads has been requested with the
+// fingerprints.
+inline constexpr size_t kAuxPrefetchBytes =
+    ((sizeof(LeafAux) + 15) & ~size_t{15}) + (256 + 16) + 2 * 256;
+inline void PrefetchLeaf(const LeafHeader* l) { pm::PrefetchLine(l); }
+inline void PrefetchAux(const LeafAux* aux) { pm::PrefetchLines(aux, 0, kAuxPrefetchBytes); }
 
 namespace detail {
 // Entry pos's key bytes equal `key` (of the same length): the memcmp of a key that is not 8
