@@ -39,13 +39,13 @@ LeafAux* NewAux(uint32_t capacity, uint32_t entries) {
   const uint32_t bound = entries > Largest().entries ? kMaxEntries : Largest().entries;
   uint32_t max = std::min<uint32_t>(bound, std::max(capacity / 16, 2 * entries + 8));
   size_t head = (sizeof(LeafAux) + 15) & ~size_t{15};
-  size_t fp_bytes = (max + 16 + 15) & ~size_t{15};
+  size_t fp_bytes = (2 * (size_t{max} + 16) + 15) & ~size_t{15};
   size_t bytes = head + fp_bytes + 2 * size_t{max};
   char* mem = static_cast<char*>(::operator new(bytes, std::align_val_t{16}));
   auto* aux = new (mem) LeafAux();
   aux->max_entries = max;
   aux->bytes = static_cast<uint32_t>(bytes);
-  aux->fp = reinterpret_cast<uint8_t*>(mem + head);
+  aux->fp = reinterpret_cast<uint16_t*>(mem + head);
   std::memset(aux->fp, 0, fp_bytes);
   aux->pos = reinterpret_cast<uint16_t*>(mem + head + fp_bytes);
   return aux;
@@ -63,7 +63,7 @@ void FreeAux(LeafAux* aux) {
 }
 
 bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
-                 uint8_t fp) {
+                 uint16_t fp) {
   uint32_t n = aux->count.load(std::memory_order_relaxed);
   size_t size = EntrySize(key.size(), value.size());
   uint32_t start = aux->used;
@@ -229,7 +229,7 @@ LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error)
     if (sorted && n > 0 && !(prev < key)) sorted = false;
     if (sorted) aux->sorted_n = n + 1;
     prev = key;
-    uint8_t fp = Fingerprint(key);
+    const uint16_t fp = Fingerprint(key);
     if (h & kEntryValid) {
       // A key above every earlier one (all of a rebuilt leaf's sorted run) has no earlier
       // version: the probe is needed only past the leaf's first out-of-order key.

@@ -114,7 +114,7 @@ bool PFTree::UpdateInPlaceFast(std::string_view key, std::string_view value) {
     return false;
   InnerHeader* const top = root();
   if (top == nullptr) return false;
-  const uint8_t fp = Fingerprint(key);
+  const uint16_t fp = Fingerprint(key);
   pm::Epoch::Guard guard(epoch());
   InnerHeader* stop = nullptr;
   LeafHeader* const leaf = DescendToLeaf(top, key, &stop);
@@ -138,7 +138,7 @@ Status PFTree::lookup(std::string_view key, std::string* value) {
   if (key.empty() || key.size() > kMaxKeySize) {
     return Status::InvalidArgument("key length out of range");
   }
-  const uint8_t fp = Fingerprint(key);
+  const uint16_t fp = Fingerprint(key);
   pm::Epoch::Guard guard(epoch());
   InnerHeader* const top = root();
   if (top == nullptr) return Status::NotFound();
@@ -190,7 +190,7 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
     return Status::InvalidArgument("pftree: key must be 1..511 bytes");
   if (value.size() > kMaxValueSize)
     return Status::InvalidArgument("pftree: value must be at most 63 bytes");
-  const uint8_t fp = Fingerprint(key);
+  const uint16_t fp = Fingerprint(key);
   const bool must_exist = op == Op::kUpdate || op == Op::kRemove;
   InnerHeader* top = root();
   if (top == nullptr) {
@@ -251,7 +251,7 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
 }
 
 PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
-                                    std::string_view value, uint8_t fp, Op op) {
+                                    std::string_view value, uint16_t fp, Op op) {
   InnerHeader* const parent = lp.parent;
   uint64_t* const slot = lp.slot;
   PrefetchLeaf(leaf);

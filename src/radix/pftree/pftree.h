@@ -116,7 +116,7 @@ class PFTree final : public Index, private pm::Reclaimer {
     uint64_t* slot;
   };
   Attempt WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
-                      std::string_view value, uint8_t fp, Op op);
+                      std::string_view value, uint16_t fp, Op op);
   // With leaf and parent locked: publishes a copy of the parent whose run [lo, hi] (the
   // leaf's) is replaced by `repl` (per byte; empty removes it), by one store into the
   // grandparent; retires parent and leaf. Frees *allocated and unlocks on failure.
