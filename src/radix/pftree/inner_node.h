@@ -136,6 +136,18 @@ inline const char* PrefixOf(const InnerHeader* n) {
 // The slot that holds (or would hold, for Node256 / a cleared Node4/16/48 entry) the child
 // for byte b; nullptr if the node has no slot for b.
 uint64_t* FindChildSlot(InnerHeader* n, uint8_t b);
+// FindChildSlot with a Node256 and a Node48 (a tree's upper levels) inline: descents call it
+// at every level.
+[[gnu::always_inline]] inline uint64_t* ChildSlot(InnerHeader* n, uint8_t b) {
+  if (n->type == static_cast<uint8_t>(NodeType::kNode256))
+    return &reinterpret_cast<Node256*>(n)->children[b];
+  if (n->type == static_cast<uint8_t>(NodeType::kNode48)) {
+    auto* n48 = reinterpret_cast<Node48*>(n);
+    const uint8_t idx = std::atomic_ref<uint8_t>(n48->index[b]).load(std::memory_order_acquire);
+    return idx != 0 ? &n48->children[idx - 1] : nullptr;
+  }
+  return FindChildSlot(n, b);
+}
 
 // The published key count of a Node4/16 (acquire: its keys and children are visible).
 inline int KeyCount(InnerHeader* n) {

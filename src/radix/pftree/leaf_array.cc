@@ -1,7 +1,5 @@
 #include "radix/pftree/leaf_array.h"
 
-#include <emmintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -13,68 +11,13 @@
 
 namespace pmindex::pftree {
 
-uint8_t Fingerprint(std::string_view key) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ key.size();
-  const char* p = key.data();
-  size_t n = key.size();
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-    p += 8;
-    n -= 8;
-  }
-  if (n > 0) {
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-  }
-  h ^= h >> 32;
-  h ^= h >> 16;
-  return static_cast<uint8_t>(h ^ (h >> 8));
-}
+namespace detail {
 
-namespace {
-
-bool EntryMatches(LeafHeader* l, uint32_t pos, std::string_view key) {
-  uint16_t h = LoadEntryHeader(l, pos);
-  if (!(h & kEntryValid) || EntryKeyLen(h) != key.size()) return false;
-  if (key.size() == 8) {  // integer keys: one word compare, not a memcmp call
-    uint64_t a, b;
-    std::memcpy(&a, LeafData(l) + pos + 2, 8);
-    std::memcpy(&b, key.data(), 8);
-    return a == b;
-  }
+bool EntryKeyBytesEqual(LeafHeader* l, uint32_t pos, std::string_view key) {
   return std::memcmp(LeafData(l) + pos + 2, key.data(), key.size()) == 0;
 }
 
-}  // namespace
-
-int FindEntry(LeafHeader* l, const LeafAux* aux, uint32_t n, std::string_view key, uint8_t fp) {
-  if (n == 0) return -1;
-#ifdef PMINDEX_TSAN
-  // Scalar: the vector loads below read fingerprints past `count`, which a writer may be
-  // storing (harmless, masked out, but a reported race).
-  for (int i = static_cast<int>(n) - 1; i >= 0; --i)
-    if (aux->fp[i] == fp && EntryMatches(l, aux->pos[i], key)) return i;
-  return -1;
-#else
-  const __m128i needle = _mm_set1_epi8(static_cast<char>(fp));
-  for (int base = static_cast<int>((n - 1) & ~15u); base >= 0; base -= 16) {
-    __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(aux->fp + base));
-    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, needle)));
-    uint32_t valid = n - base;
-    if (valid < 16) mask &= (1u << valid) - 1;
-    while (mask != 0) {
-      int bit = 31 - __builtin_clz(mask);  // newest first
-      int i = base + bit;
-      if (EntryMatches(l, aux->pos[i], key)) return i;
-      mask &= ~(1u << bit);
-    }
-  }
-  return -1;
-#endif
-}
+}  // namespace detail
 
 namespace {
 LargestLeaf g_largest;
@@ -95,13 +38,13 @@ LeafAux* NewAux(uint32_t capacity, uint32_t entries) {
   const uint32_t bound = entries > Largest().entries ? kMaxEntries : Largest().entries;
   uint32_t max = std::min<uint32_t>(bound, std::max(capacity / 16, 2 * entries + 8));
   size_t head = (sizeof(LeafAux) + 15) & ~size_t{15};
-  size_t fp_bytes = (max + 16 + 15) & ~size_t{15};
+  size_t fp_bytes = (2 * (size_t{max} + 16) + 15) & ~size_t{15};
   size_t bytes = head + fp_bytes + 2 * size_t{max};
   char* mem = static_cast<char*>(::operator new(bytes, std::align_val_t{16}));
   auto* aux = new (mem) LeafAux();
   aux->max_entries = max;
   aux->bytes = static_cast<uint32_t>(bytes);
-  aux->fp = reinterpret_cast<uint8_t*>(mem + head);
+  aux->fp = reinterpret_cast<uint16_t*>(mem + head);
   std::memset(aux->fp, 0, fp_bytes);
   aux->pos = reinterpret_cast<uint16_t*>(mem + head + fp_bytes);
   return aux;
@@ -119,7 +62,7 @@ void FreeAux(LeafAux* aux) {
 }
 
 bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::string_view key, std::string_view value,
-                 uint8_t fp) {
+                 uint16_t fp) {
   uint32_t n = aux->count.load(std::memory_order_relaxed);
   size_t size = EntrySize(key.size(), value.size());
   uint32_t start = aux->used;
@@ -288,7 +231,7 @@ LeafAux* ScanLeaf(LeafHeader* l, pm::PersistContext* repair, std::string* error)
     if (sorted && n > 0 && !(prev < key)) sorted = false;
     if (sorted) aux->sorted_n = n + 1;
     prev = key;
-    uint8_t fp = Fingerprint(key);
+    const uint16_t fp = Fingerprint(key);
     if (h & kEntryValid) {
       // A key above every earlier one (all of a rebuilt leaf's sorted run) has no earlier
       // version: the probe is needed only past the leaf's first out-of-order key.

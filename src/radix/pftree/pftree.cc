@@ -78,6 +78,7 @@ Status PFTree::insert(std::string_view key, std::string_view value) {
   return Write(key, value, Op::kInsert);
 }
 Status PFTree::update(std::string_view key, std::string_view value) {
+  if (UpdateInPlaceFast(key, value)) return Status::OK();
   return Write(key, value, Op::kUpdate);
 }
 Status PFTree::upsert(std::string_view key, std::string_view value) {
@@ -85,55 +86,83 @@ Status PFTree::upsert(std::string_view key, std::string_view value) {
 }
 Status PFTree::remove(std::string_view key) { return Write(key, {}, Op::kRemove); }
 
+inline LeafHeader* PFTree::DescendToLeaf(InnerHeader* node, std::string_view key,
+                                         InnerHeader** stop) const {
+  size_t pos = 0;
+  for (;;) {
+    const size_t plen = node->prefix_len;
+    if (plen != 0) {
+      if (key.size() - pos < plen || std::memcmp(PrefixOf(node), key.data() + pos, plen) != 0)
+        break;
+      pos += plen;
+    }
+    uint64_t* slot =
+        key.size() == pos ? &node->term : ChildSlot(node, static_cast<uint8_t>(key[pos]));
+    const uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
+    if (child == 0) break;
+    if (IsLeafRef(child)) return at<LeafHeader>(child);
+    node = at<InnerHeader>(child);
+    ++pos;
+  }
+  *stop = node;
+  return nullptr;
+}
+
+bool PFTree::UpdateInPlaceFast(std::string_view key, std::string_view value) {
+  if (value.size() != 8 || key.empty() || key.size() > kMaxKeySize ||
+      !Alignable(key.size(), value.size()))
+    return false;
+  InnerHeader* const top = root();
+  if (top == nullptr) return false;
+  const uint16_t fp = Fingerprint(key);
+  pm::Epoch::Guard guard(epoch());
+  InnerHeader* stop = nullptr;
+  LeafHeader* const leaf = DescendToLeaf(top, key, &stop);
+  if (leaf == nullptr) return false;
+  PrefetchLeaf(leaf);
+  // A leaf that is not obsolete once locked is the one that holds the key: a writer that
+  // replaces it marks it obsolete under this lock before the swap.
+  if (!VersionLock::LockInline(&leaf->lock, gen_)) return false;
+  LeafAux* const aux = AuxOf(leaf);
+  PrefetchAux(aux);
+  const int idx = FindEntry(leaf, aux, aux->count.load(std::memory_order_relaxed), key, fp);
+  if (idx >= 0 && UpdateInPlace(pc(), leaf, aux, static_cast<uint32_t>(idx), value)) {
+    VersionLock::Unlock(&leaf->lock, gen_);  // the commit was the value's store
+    return true;
+  }
+  VersionLock::Unlock(&leaf->lock, gen_, /*bump=*/false);  // nothing changed
+  return false;
+}
+
 Status PFTree::lookup(std::string_view key, std::string* value) {
   if (key.empty() || key.size() > kMaxKeySize) {
     return Status::InvalidArgument("key length out of range");
   }
-  const uint8_t fp = Fingerprint(key);
+  const uint16_t fp = Fingerprint(key);
   pm::Epoch::Guard guard(epoch());
   InnerHeader* const top = root();
   if (top == nullptr) return Status::NotFound();
   for (;;) {
-    InnerHeader* node = top;
-    size_t pos = 0;
-    int result = -1;  // -1 restart, 0 absent, 1 found
-    for (;;) {
-      const size_t plen = node->prefix_len;
-      if (plen != 0) {
-        if (key.size() - pos < plen || std::memcmp(PrefixOf(node), key.data() + pos, plen) != 0) {
-          result = VersionLock::IsObsolete(&node->lock, gen_) ? -1 : 0;
-          break;
-        }
-        pos += plen;
-      }
-      uint64_t* slot = key.size() == pos ? &node->term
-                                         : FindChildSlot(node, static_cast<uint8_t>(key[pos]));
-      uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
-      if (child == 0) {
-        result = VersionLock::IsObsolete(&node->lock, gen_) ? -1 : 0;
-        break;
-      }
-      if (IsLeafRef(child)) {
-        auto* leaf = at<LeafHeader>(child);
-        PrefetchLeaf(leaf);
-        uint64_t version;
-        if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) break;
-        LeafAux* aux = AuxOf(leaf);
-        PrefetchAux(aux);
-        uint32_t n = aux->count.load(std::memory_order_acquire);
-        int idx = FindEntry(leaf, aux, n, key, fp);
-        if (idx >= 0) {
-          uint32_t epos = aux->pos[idx];
-          if (value != nullptr) CopyEntryValue(leaf, epos, LoadEntryHeader(leaf, epos), value);
-        }
-        if (!VersionLock::ReadValidate(&leaf->lock, version)) break;
-        result = idx >= 0 ? 1 : 0;
-        break;
-      }
-      node = at<InnerHeader>(child);
-      ++pos;
+    InnerHeader* stop = nullptr;
+    LeafHeader* const leaf = DescendToLeaf(top, key, &stop);
+    if (leaf == nullptr) {
+      // No place for the key in `stop`: absent, unless stop was replaced meanwhile.
+      if (VersionLock::IsObsolete(&stop->lock, gen_)) continue;
+      return Status::NotFound();
     }
-    if (result >= 0) return result == 1 ? Status::OK() : Status::NotFound();
+    PrefetchLeaf(leaf);
+    uint64_t version;
+    if (!VersionLock::ReadBegin(&leaf->lock, gen_, &version)) continue;
+    LeafAux* const aux = AuxOf(leaf);
+    PrefetchAux(aux);
+    const uint32_t n = aux->count.load(std::memory_order_acquire);
+    const int idx = FindEntry(leaf, aux, n, key, fp);
+    if (idx >= 0 && value != nullptr) {
+      const uint32_t epos = aux->pos[idx];
+      CopyEntryValue(leaf, epos, LoadEntryHeader(leaf, epos), value);
+    }
+    if (!VersionLock::ReadValidate(&leaf->lock, version)) continue;
+    return idx >= 0 ? Status::OK() : Status::NotFound();
   }
 }
 
@@ -161,7 +190,7 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
     return Status::InvalidArgument("pftree: key must be 1..511 bytes");
   if (value.size() > kMaxValueSize)
     return Status::InvalidArgument("pftree: value must be at most 63 bytes");
-  const uint8_t fp = Fingerprint(key);
+  const uint16_t fp = Fingerprint(key);
   const bool must_exist = op == Op::kUpdate || op == Op::kRemove;
   InnerHeader* top = root();
   if (top == nullptr) {
@@ -196,7 +225,7 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
         pos += plen;
       }
       uint64_t* slot = key.size() == pos ? &node->term
-                                         : FindChildSlot(node, static_cast<uint8_t>(key[pos]));
+                                         : ChildSlot(node, static_cast<uint8_t>(key[pos]));
       uint64_t child = slot != nullptr ? LoadRef(slot) : 0;
       if (child == 0) {
         if (must_exist) {
@@ -222,7 +251,7 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
 }
 
 PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
-                                    std::string_view value, uint8_t fp, Op op) {
+                                    std::string_view value, uint16_t fp, Op op) {
   InnerHeader* const parent = lp.parent;
   uint64_t* const slot = lp.slot;
   PrefetchLeaf(leaf);

@@ -93,6 +93,16 @@ class PFTree final : public Index, private pm::Reclaimer {
   T* at(uint64_t ref) const {
     return reinterpret_cast<T*>(base_ + RefOffset(ref));
   }
+  // The leaf array the descent for `key` from `node` reaches, or nullptr: *stop is then the
+  // node whose prefix or slot has no place for the key (absent unless it is obsolete).
+  [[gnu::always_inline]] LeafHeader* DescendToLeaf(InnerHeader* node, std::string_view key,
+                                                   InnerHeader** stop) const;
+  // update() of an 8-byte value that sits on an 8-byte boundary (how this build writes every
+  // 8-byte value of an even-length key): the lookup's descent, the leaf's lock, one persisted
+  // 8-byte store (the commit, as in WriteToLeaf). Nothing is replaced, so nothing restarts.
+  // False, with nothing changed, for any other update (absent key, other sizes, a leaf
+  // replaced meanwhile): Write handles it.
+  bool UpdateInPlaceFast(std::string_view key, std::string_view value);
   Status Write(std::string_view key, std::string_view value, Op op);
   Status WriteOnce(std::string_view key, std::string_view value, Op op);
   // Where a write found its leaf array: the node holding the reference (`parent`, at `slot`
@@ -106,7 +116,7 @@ class PFTree final : public Index, private pm::Reclaimer {
     uint64_t* slot;
   };
   Attempt WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
-                      std::string_view value, uint8_t fp, Op op);
+                      std::string_view value, uint16_t fp, Op op);
   // With leaf and parent locked: publishes a copy of the parent whose run [lo, hi] (the
   // leaf's) is replaced by `repl` (per byte; empty removes it), by one store into the
   // grandparent; retires parent and leaf. Frees *allocated and unlocks on failure.
