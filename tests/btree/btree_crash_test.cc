@@ -32,6 +32,7 @@ std::string TestName(const std::string& n) {
 
 CampaignOptions Base(const std::string& index, uint64_t ops, uint64_t seed) {
   CampaignOptions o;
+  o.timeout_seconds = pmindex::testing::CampaignTimeout();
   o.index = index;
   o.ops = ops;
   o.seed = seed;

@@ -46,6 +46,8 @@ bool Sanitized() {
 #endif
 }
 
+double CampaignTimeout() { return Sanitized() ? 120 : 30; }
+
 uint64_t Scale(uint64_t n) {
   uint64_t s = Sanitized() ? n / 4 : n;
   return s == 0 ? 1 : s;

@@ -39,6 +39,7 @@ std::vector<std::string> PersistentIndexes() {
 
 CampaignOptions Short(const std::string& index, uint64_t seed) {
   CampaignOptions o;
+  o.timeout_seconds = pmindex::testing::CampaignTimeout();
   o.index = index;
   o.seed = seed;
   o.ops = LongRun() ? 3000 : Scale(160);

@@ -14,6 +14,7 @@ using pmindex::testing::TestSeed;
 
 CampaignOptions ListOptions(const std::string& index, uint64_t ops, uint64_t seed) {
   CampaignOptions o;
+  o.timeout_seconds = pmindex::testing::CampaignTimeout();
   o.index = index;
   o.ops = ops;
   o.seed = seed;

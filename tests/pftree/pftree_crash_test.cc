@@ -14,6 +14,7 @@ namespace {
 
 crashtest::CampaignOptions Base(uint64_t ops, uint64_t points) {
   crashtest::CampaignOptions o;
+  o.timeout_seconds = CampaignTimeout();
   o.index = "pftree";
   o.ops = ops;
   o.points = points;

@@ -16,6 +16,7 @@ namespace {
 
 crashtest::CampaignOptions Base(const std::string& index, uint64_t seed) {
   crashtest::CampaignOptions o;
+  o.timeout_seconds = pmindex::testing::CampaignTimeout();
   o.index = index;
   o.seed = TestSeed(seed);
   o.ops = Scale(400);
