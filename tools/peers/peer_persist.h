@@ -3,7 +3,9 @@
  * writes back and orders exactly as pmindex's persistence modes do:
  *   adr  (default)      a flush is one clwb per cache line, a fence one sfence;
  *   eadr (-DPEERS_EADR) a flush does nothing, a fence is a compiler barrier.
- * Force-included (-include) into every peer translation unit; valid C and C++. */
+ * Force-included (-include) into every peer translation unit; valid C and C++. These are the
+ * peers' own instructions, outside the library on purpose: pmindex's indexes persist only
+ * through src/pm/persist.h (its counters and crash tracker). */
 #ifndef PMINDEX_TOOLS_PEERS_PEER_PERSIST_H_
 #define PMINDEX_TOOLS_PEERS_PEER_PERSIST_H_
 

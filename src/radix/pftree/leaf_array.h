@@ -73,8 +73,9 @@ inline constexpr size_t kMaxLeafBlock = 8192;
 // pool then could not reuse the space of removed keys: space_reuse_test re-inserted 127 of
 // 36,000.) A larger leaf of an older pool is split or rebuilt within these limits when it
 // next fills.
+inline constexpr uint32_t kLargestEntries = 256;  // what this build writes (LargestLeaf)
 struct LargestLeaf {
-  uint32_t entries = 256;
+  uint32_t entries = kLargestEntries;
   size_t block = 8192;
   size_t data() const { return block - kLeafHeaderSize; }
 };
@@ -222,7 +223,7 @@ inline uint16_t Fingerprint(std::string_view key) {
 // NewAux makes for it), so the position a match reads has been requested with the
 // fingerprints.
 inline constexpr size_t kAuxPrefetchBytes =
-    ((sizeof(LeafAux) + 15) & ~size_t{15}) + 2 * (256 + 16) + 2 * 256;
+    ((sizeof(LeafAux) + 15) & ~size_t{15}) + 2 * (kLargestEntries + 16) + 2 * kLargestEntries;
 inline void PrefetchLeaf(const LeafHeader* l) { pm::PrefetchLine(l); }
 inline void PrefetchAux(const LeafAux* aux) { pm::PrefetchLines(aux, 0, kAuxPrefetchBytes); }
 
