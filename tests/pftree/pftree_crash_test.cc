@@ -3,11 +3,22 @@
 // (every fence of 2,000 operations, 50 SIGKILL cycles with 4 threads) are labelled long.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "common/test_util.h"
 #include "crashtest/campaign.h"
+#include "pm/crash/tracker.h"
+#include "pm/mutant.h"
+#include "radix/pftree/leaf_array.h"
 
 namespace pmindex::testing {
 namespace {
@@ -136,6 +147,105 @@ INSTANTIATE_TEST_SUITE_P(
       for (char& c : n) c = c == '-' ? '_' : c;
       return n;
     });
+
+// Appends into a leaf block whose bytes past the data area's end are old (a reused block, or
+// the body of an append a crash cut short): at every fence, every image (each line, and each
+// 8-byte word, old or new) must scan as exactly the committed entries, or those and the one
+// being appended. The keys' lengths vary so that the padding before an 8-byte value and the
+// entry's header fall in different words and lines.
+// Returns the tracker's failures, after checking the run covered the appends it meant to.
+std::vector<pm::crash::CrashFailure> AppendOverOldBytes(uint64_t seed) {
+  constexpr size_t kBlock = 2048;
+  char* base = static_cast<char*>(
+      ::mmap(nullptr, kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  EXPECT_NE(base, MAP_FAILED);
+  if (base == MAP_FAILED) return {};
+  auto* leaf = reinterpret_cast<pftree::LeafHeader*>(base);
+  std::memset(base, 0xA5, kBlock);  // old bytes: a header of them reads as a valid entry
+  pm::PersistContext pc;            // the block's own seam, adr
+
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 60; ++i) {
+    // Even key lengths 2..16 (8-byte values are padded to an 8-byte boundary), and every
+    // fifth value of another length (no padding).
+    std::string k = "k" + std::to_string(100 + i);
+    k.resize(2 + 2 * static_cast<size_t>(i % 8), static_cast<char>('a' + i % 26));
+    keys.push_back(k);
+    values.push_back(i % 5 == 4 ? "value" + std::to_string(i) : std::string(8, static_cast<char>('0' + i % 10)));
+  }
+  std::vector<pftree::LeafItem> first;
+  for (int i = 0; i < 2; ++i) first.push_back({keys[i], values[i], pftree::Fingerprint(keys[i])});
+  std::sort(first.begin(), first.end(),
+            [](const pftree::LeafItem& a, const pftree::LeafItem& b) { return a.key < b.key; });
+  pftree::WriteLeaf(pc, leaf, kBlock, 0, 1, first, 0, first.size(), pftree::BlockPersist::kPersist);
+
+  size_t appending = 2;  // entries [0, appending) are committed; the verifier's fork reads it
+  pm::crash::TrackerOptions to;
+  to.max_failures = 1;
+  to.torn_images = 8;
+  to.seed = seed;
+  to.timeout_seconds = CampaignTimeout();
+  pm::crash::CrashTracker tracker(base, kBlock, to, [&](const std::string& img, uint64_t,
+                                                        const std::string&) -> Status {
+    void* copy = std::aligned_alloc(64, kBlock);
+    const int fd = ::open(img.c_str(), O_RDONLY);
+    const bool read = fd >= 0 && ::pread(fd, copy, kBlock, 0) == static_cast<ssize_t>(kBlock);
+    if (fd >= 0) ::close(fd);
+    if (!read) return Status::IOError("cannot read " + img);
+    auto* l = static_cast<pftree::LeafHeader*>(copy);
+    std::string err;
+    pftree::LeafAux* aux = pftree::ScanLeaf(l, nullptr, &err);
+    if (aux == nullptr) return Status::Corruption("scan: " + err);
+    std::vector<std::string> found;
+    const uint32_t n = aux->count.load();
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint16_t h = pftree::LoadEntryHeader(l, aux->pos[i]);
+      if ((h & pftree::kEntryValid) == 0) continue;
+      found.emplace_back(pftree::EntryKey(l, aux->pos[i], h));
+      const size_t k = found.size() - 1;
+      if (k >= keys.size() || found[k] != keys[k] ||
+          pftree::EntryValue(l, aux->pos[i], h) != values[k])
+        return Status::Corruption("entry " + std::to_string(k) + " is not the one appended");
+    }
+    if (found.size() != appending && found.size() != appending + 1)
+      return Status::Corruption(std::to_string(found.size()) + " entries, " +
+                                std::to_string(appending) + " committed");
+    return Status::OK();
+  });
+  tracker.install(pc);
+  pftree::LeafAux* aux = pftree::AuxOf(leaf);
+  for (; appending < keys.size(); ++appending) {
+    if (!pftree::AppendEntry(pc, leaf, aux, keys[appending], values[appending],
+                             pftree::Fingerprint(keys[appending])))
+      break;  // the block is full
+  }
+  tracker.uninstall();
+  EXPECT_GT(appending, 40u);
+  EXPECT_GT(tracker.report().points_checked, tracker.report().failures.empty() ? 80u : 0u);
+  pftree::FreeAux(aux);
+  ::munmap(base, kBlock);
+  return tracker.report().failures;
+}
+
+TEST(PFTreeCrashTest, AppendsOverOldBytesRecover) {
+  const uint64_t seed = TestSeed(5);
+  for (const auto& f : AppendOverOldBytes(seed))
+    ADD_FAILURE() << "fence " << f.point << " image " << f.image << ": " << f.message
+                  << " (seed " << seed << ")";
+}
+
+// The header position of an entry after padding must be zeroed, and durable with the body,
+// before the padding is stored.
+TEST(PFTreeCrashTest, AppendsOverOldBytesCatchPadOverOldHeader) {
+  PMINDEX_REQUIRE_MUTANTS();
+  ASSERT_TRUE(pm::set_mutant("pftree.pad_over_old_header"));
+  const auto failures = AppendOverOldBytes(TestSeed(5));
+  pm::set_mutant("");
+  ASSERT_FALSE(failures.empty()) << "padding stored before a zeroed header position survived";
+  std::printf("pftree.pad_over_old_header caught: fence %llu image %s: %s\n",
+              static_cast<unsigned long long>(failures[0].point), failures[0].image.c_str(),
+              failures[0].message.c_str());
+}
 
 TEST(PFTreeCrashTest, KillCyclesFourThreads) {
   auto o = Base(100000, 0);

@@ -72,13 +72,12 @@ bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::strin
   char* entry = LeafData(l) + pos;
   auto* header = reinterpret_cast<uint16_t*>(entry);
   const uint16_t h = MakeEntryHeader(key.size(), value.size());
-  if (pad != 0) {
-    // Padding (key length 0, not valid), and a zero header where the entry goes: the block
-    // may hold old bytes there, and until the commit that position ends the data area.
-    std::atomic_ref<uint16_t>(*reinterpret_cast<uint16_t*>(LeafData(l) + start))
-        .store(static_cast<uint16_t>(pad), std::memory_order_relaxed);
+  // With padding, the entry's header position lies past the data area's end, where the block
+  // may hold old bytes (of a reused block, or of an append a crash cut short): it is zeroed
+  // and made durable with the body before the padding is stored, so that no crash (nor a
+  // kill between the two stores) leaves padding followed by old bytes.
+  if (pad != 0 && !pm::mutant("pftree.pad_over_old_header"))
     std::atomic_ref<uint16_t>(*header).store(0, std::memory_order_relaxed);
-  }
   const bool early_header = pm::mutant("pftree.header_before_kv");
   if (early_header) {  // mutant: commits before the key and value are durable
     std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
@@ -95,14 +94,21 @@ bool AppendEntry(pm::PersistContext& pc, LeafHeader* l, LeafAux* aux, std::strin
   }
   if (!pm::mutant("pftree.skip_entry_persist")) {
     if (pad != 0) {
-      pc.persist(LeafData(l) + start, pad + 2 + body);  // padding, zero header, body
+      pc.persist(entry, 2 + body);  // zero header, body, terminator
     } else {
       pc.persist(entry + 2, body);
     }
   }
   if (!early_header) {
+    // Padding (key length 0, not valid), then the header: the commit is the fence that makes
+    // both durable. A crash that keeps only the padding leaves it before the durable zero
+    // header (the end of the data area); one that keeps only the header leaves it after the
+    // old end (a zero at `start`), unreachable.
+    if (pad != 0)
+      std::atomic_ref<uint16_t>(*reinterpret_cast<uint16_t*>(LeafData(l) + start))
+          .store(static_cast<uint16_t>(pad), std::memory_order_release);
     std::atomic_ref<uint16_t>(*header).store(h, std::memory_order_release);
-    pc.persist(header, 2);  // commit
+    pc.persist(LeafData(l) + start, pad + 2);  // commit
   }
   aux->pos[n] = static_cast<uint16_t>(pos);
   aux->fp[n] = fp;

@@ -25,7 +25,10 @@
 // header is stored (one aligned store, never straddling a cache line) and persisted. The
 // header is the commit: a crash before it leaves a 0 header, which recovery reads as the end
 // of the data area, so a torn entry is never seen and its bytes are overwritten by the next
-// append. Remove clears the valid bit (one 2-byte store). Update appends the new version and
+// append. An entry after padding has its header position zeroed and persisted with the body
+// (past the end, the block may hold old bytes), and the padding is stored with the header
+// at the commit: a crash keeps the padding before a zero header, or the header after the old
+// end, never padding before old bytes. Remove clears the valid bit (one 2-byte store). Update appends the new version and
 // then clears the old one; a crash in between leaves two valid versions, and recovery keeps
 // the later one (appends only move forward between rebuilds) and clears the earlier. An
 // update of an 8-byte value by an 8-byte value that sits on an 8-byte boundary is one
