@@ -87,6 +87,32 @@ void PrintEnvironment(const Environment& env, std::FILE* out) {
   std::fprintf(out, "  seed:       %llu\n", static_cast<unsigned long long>(env.seed));
 }
 
+// With several rounds: each index's ops per CPU second (recover: recovery seconds) as a
+// ratio to the first index's in the same round, the median over rounds and the range.
+void PrintRoundRatios(const BenchReport& report, const std::string& workload, int threads,
+                      std::FILE* out) {
+  std::vector<const BenchResult*> rs;
+  for (const BenchResult& r : report.results)
+    if (r.workload == workload && r.threads == threads) rs.push_back(&r);
+  if (rs.empty() || rs[0]->per_round.size() < 2) return;
+  const BenchResult& base = *rs[0];
+  std::fprintf(out, "  %zu interleaved rounds, each index's median round shown; %s per round\n",
+               base.per_round.size(),
+               workload == "recover" ? "recovery seconds" : "Mops per CPU second");
+  std::vector<std::vector<std::string>> rows;
+  for (const BenchResult* r : rs) {
+    std::string rounds;
+    for (double v : r->per_round) rounds += (rounds.empty() ? "" : " ") + Fmt("%.3f", v);
+    RoundRatio q;
+    const bool ok = r != &base && RatioOverRounds(*r, base, &q);
+    rows.push_back({r->index, rounds, ok ? Fmt("%.2fx", q.median) : "-",
+                    ok ? Fmt("%.2f", q.min) + ".." + Fmt("%.2f", q.max) : "-"});
+  }
+  PrintTable(out,
+             {{"index", true}, {"per round", true}, {"/ " + base.index + " (median)"}, {"range"}},
+             rows);
+}
+
 void PrintReport(const BenchReport& report, std::FILE* out) {
   PrintEnvironment(report.environment, out);
   std::fprintf(out, "  latency:    %s\n", LatencyMethod(report.latency_sample).c_str());
@@ -136,6 +162,7 @@ void PrintReport(const BenchReport& report, std::FILE* out) {
                   {"PM B/key"}, {"DRAM B/key"}, {"failed"}, {"durability", true}},
                  rows);
     }
+    PrintRoundRatios(report, workload, threads, out);
   }
   if (!notes.empty() || !report.skipped.empty()) std::fprintf(out, "\n");
   for (const std::string& n : notes) std::fprintf(out, "note: %s\n", n.c_str());
@@ -205,6 +232,10 @@ std::string ReportJson(const BenchReport& report) {
     j["live_keys"] = r.live_keys;
     j["huge_page_bytes"] = r.huge_page_bytes;
     j["note"] = r.note;
+    if (!r.per_round.empty()) {
+      j["round"] = r.round;
+      j["per_round"] = r.per_round;  // ops per CPU second (recover: seconds), round order
+    }
     results.push_back(std::move(j));
   }
   ordered_json doc = {{"environment", env}, {"results", results},

@@ -926,14 +926,20 @@ Status Runner::Run() {
     if (Status s = CheckRoom(*reg); !s.ok()) return s;
     regs.push_back(reg);
   }
-  jobs_ = regs.size() * cfg_.threads.size();
+  const uint32_t rounds = std::max<uint32_t>(1, cfg_.rounds);
+  jobs_ = regs.size() * cfg_.threads.size() * rounds;
   bool huge = false;
-  for (int threads : cfg_.threads) {
-    for (const IndexRegistration* reg : regs) {
-      job_++;
-      if (Status s = RunIndex(*reg, threads); !s.ok()) return s;
+  for (uint32_t round = 1; round <= rounds; ++round) {
+    const size_t first = report_->results.size();
+    for (int threads : cfg_.threads) {
+      for (const IndexRegistration* reg : regs) {
+        job_++;
+        if (Status s = RunIndex(*reg, threads); !s.ok()) return s;
+      }
     }
+    for (size_t i = first; i < report_->results.size(); ++i) report_->results[i].round = round;
   }
+  if (rounds > 1) CollapseRounds(&report_->results);
   for (const BenchResult& r : report_->results) huge |= r.huge_page_bytes > 0;
   report_->environment.huge_pages =
       huge ? "yes (some pool mappings used 2 MiB pages)" : "no (4 KiB pages)";
@@ -941,6 +947,58 @@ Status Runner::Run() {
 }
 
 }  // namespace
+
+void CollapseRounds(std::vector<BenchResult>* results) {
+  auto value = [](const BenchResult& r) {
+    return r.workload == "recover" ? r.recovery_seconds.value_or(0) : r.mops_per_cpu_second;
+  };
+  std::vector<BenchResult> out;
+  std::vector<bool> taken(results->size(), false);
+  for (size_t i = 0; i < results->size(); ++i) {
+    if (taken[i]) continue;
+    const BenchResult& head = (*results)[i];
+    std::vector<size_t> group;  // in round order: results are appended round by round
+    for (size_t j = i; j < results->size(); ++j) {
+      const BenchResult& r = (*results)[j];
+      if (!taken[j] && r.index == head.index && r.workload == head.workload &&
+          r.threads == head.threads) {
+        group.push_back(j);
+        taken[j] = true;
+      }
+    }
+    std::vector<size_t> by_value = group;
+    std::sort(by_value.begin(), by_value.end(), [&](size_t a, size_t b) {
+      return value((*results)[a]) < value((*results)[b]);
+    });
+    BenchResult median = (*results)[by_value[(by_value.size() - 1) / 2]];
+    median.per_round.clear();
+    for (size_t j : group) {
+      const BenchResult& r = (*results)[j];
+      median.per_round.push_back(value(r));
+      if (r.round != median.round && !r.note.empty())
+        median.note += (median.note.empty() ? "" : "; ") + ("round " + std::to_string(r.round) +
+                                                             ": " + r.note);
+    }
+    out.push_back(std::move(median));
+  }
+  *results = std::move(out);
+}
+
+bool RatioOverRounds(const BenchResult& r, const BenchResult& base, RoundRatio* out) {
+  if (r.per_round.empty() || r.per_round.size() != base.per_round.size()) return false;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < r.per_round.size(); ++i) {
+    if (base.per_round[i] <= 0) return false;
+    ratios.push_back(r.per_round[i] / base.per_round[i]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  out->median = ratios.size() % 2 == 1
+                    ? ratios[ratios.size() / 2]
+                    : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+  out->min = ratios.front();
+  out->max = ratios.back();
+  return true;
+}
 
 std::string DurabilityClass(std::string_view index, PersistMode mode) {
   const IndexRegistration* reg = FindIndex(index);

@@ -58,6 +58,11 @@ struct BenchConfig {
   std::string pool_dir;
   uint64_t pool_bytes = 0;  // 0: estimated from keys and ops
   double seconds = 0;       // cap per measured phase; 0 = none
+  // Rounds: every index runs its workloads this many times, the indexes alternating round by
+  // round (each round on a fresh pool), so that a machine whose speed drifts over minutes
+  // drifts under all indexes alike. Each (index, workload, threads) then reports its median
+  // round (see BenchResult::per_round).
+  uint32_t rounds = 1;
   uint64_t seed = 1;
   bool keep_pools = false;
   bool prefault = true;  // Options::prefault for every pool the bench creates
@@ -113,6 +118,11 @@ struct BenchResult {
   std::string mode;
   uint64_t huge_page_bytes = 0;  // of the pool's mapping; 0 for pool-less indexes
   std::string note;              // e.g. "verify: Corruption: ..."
+  // With BenchConfig::rounds > 1: this is the round whose ops per CPU second is the median
+  // (the lower middle one of an even count), `round` its number (1-based), and per_round
+  // every round's ops per CPU second in round order (recover: its recovery seconds).
+  uint32_t round = 1;
+  std::vector<double> per_round;
 };
 
 struct BenchReport {
@@ -129,6 +139,19 @@ struct BenchReport {
 // Errors: InvalidArgument (unknown index, bad trace, no usable index), IOError (pool dir),
 // Busy("interrupted") when *config.stop was set, and any index error that ends a run.
 Status RunBench(const BenchConfig& config, BenchReport* report);
+
+// Replaces the results of several rounds by one per (index, workload, threads), in order of
+// first appearance: the median round's, with per_round filled and the other rounds' notes
+// kept. Results must carry their round numbers.
+void CollapseRounds(std::vector<BenchResult>* results);
+
+// Ratio of `r` to `base` (same workload and threads, both with per_round from the same
+// rounds): the median over rounds of r's value / base's value in that round, and the least
+// and greatest of those ratios. False if the rounds do not match or a base value is 0.
+struct RoundRatio {
+  double median = 0, min = 0, max = 0;
+};
+bool RatioOverRounds(const BenchResult& r, const BenchResult& base, RoundRatio* out);
 
 // The durability class shown for an index in a persistence mode.
 std::string DurabilityClass(std::string_view index, PersistMode mode);

@@ -39,6 +39,7 @@ struct BenchArgs {
   uint64_t pool_mb = 0;
   double seconds = kDefaultSeconds;
   uint64_t seed = 1;
+  uint32_t rounds = 1;
   std::string json, csv, plot;
   std::vector<std::string> trace;
   bool keep_pools = false;
@@ -114,6 +115,7 @@ int RunBenchCommand(const BenchArgs& args) {
   cfg.pool_bytes = args.pool_mb << 20;
   cfg.seconds = args.seconds;
   cfg.seed = args.seed;
+  cfg.rounds = args.rounds;
   cfg.keep_pools = args.keep_pools;
   cfg.prefault = !args.no_prefault;
   cfg.latency_sample = args.latency_sample;
@@ -267,6 +269,11 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
                   "Stamp one operation in N for latency (1: every operation, whose fences "
                   "then serialise the CPU and lower throughput; 0: none)")
       ->check(CLI::Range(0u, 1u << 30))
+      ->capture_default_str();
+  sub->add_option("--rounds", a->rounds,
+                  "Run every index's workloads N times, alternating the indexes round by round; "
+                  "report each one's median round and its ratio to the first index per round")
+      ->check(CLI::Range(1u, 1000u))
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   sub->add_option("--json", a->json, "Write results as JSON to FILE");

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -434,6 +435,52 @@ TEST(RunnerTest, MultiThreadedRunsAllOperations) {
     EXPECT_EQ(r.ops, 2000u) << r.index << " " << r.workload;
     EXPECT_EQ(r.failed, 0u) << r.index << " " << r.workload;
   }
+}
+
+// --rounds: one row per (index, workload), the median round's, with every round's figure in
+// per_round; the same operations in every round (deterministic counts); ratios per round.
+TEST(RunnerTest, RoundsReportTheMedianRoundAndRatios) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"testlist", "stdmap"}, "load,lookup", 500, 400);
+  c.rounds = 3;
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  ASSERT_EQ(report.results.size(), 4u);  // 2 indexes x 2 workloads, rounds collapsed
+  EXPECT_EQ(report.results[0].index, "testlist");
+  EXPECT_EQ(report.results[0].workload, "load");
+  EXPECT_EQ(report.results[2].index, "stdmap");
+  for (const BenchResult& r : report.results) {
+    SCOPED_TRACE(r.index + " / " + r.workload);
+    ASSERT_EQ(r.per_round.size(), 3u);
+    ASSERT_GE(r.round, 1u);
+    ASSERT_LE(r.round, 3u);
+    EXPECT_EQ(r.per_round[r.round - 1], r.mops_per_cpu_second);  // the row is its round
+    std::vector<double> sorted = r.per_round;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted[1], r.mops_per_cpu_second);  // the median
+  }
+  const BenchResult* list_load = Find(report, "testlist", "load");
+  ASSERT_NE(list_load, nullptr);
+  EXPECT_GT(list_load->per_op_flushes, 0);
+  RoundRatio q;
+  ASSERT_TRUE(RatioOverRounds(*Find(report, "stdmap", "lookup"), *Find(report, "testlist", "lookup"), &q));
+  EXPECT_LE(q.min, q.median);
+  EXPECT_LE(q.median, q.max);
+  EXPECT_GT(q.min, 0);
+  // Hand-made rounds: the ratio is taken round by round, then its median.
+  BenchResult a, b;
+  a.per_round = {1, 2, 4};
+  b.per_round = {2, 2, 2};
+  ASSERT_TRUE(RatioOverRounds(b, a, &q));
+  EXPECT_DOUBLE_EQ(q.median, 1.0);
+  EXPECT_DOUBLE_EQ(q.min, 0.5);
+  EXPECT_DOUBLE_EQ(q.max, 2.0);
+  b.per_round = {1, 2};
+  EXPECT_FALSE(RatioOverRounds(b, a, &q));  // rounds do not match
+  std::ostringstream json;
+  json << ReportJson(report);
+  const auto doc = nlohmann::json::parse(json.str());
+  EXPECT_EQ(doc["results"][0]["per_round"].size(), 3u);
 }
 
 TEST(RunnerTest, SkipsIndexesThatCannotTakeTheKeys) {
