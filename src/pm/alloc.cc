@@ -78,15 +78,20 @@ bool Allocator::carve(ChunkState state, uint8_t cls, uint64_t span, uint64_t* fi
     if (run < span) continue;
     const uint64_t first = i + 1 - span;
     for (uint64_t c = first; c <= i; ++c) chunk_used_[c] = 1;
-    // Continuations first, head last: a head is never durable without its continuations.
-    for (uint64_t c = first + 1; c <= i; ++c) {
-      __atomic_store_n(&table_[c], MakeChunkEntry(ChunkState::kLargeCont, 0, 0),
-                       __ATOMIC_RELEASE);
+    // Continuations first, durable before the head is stored: a head is never durable
+    // without its continuations (they may sit on other lines). Continuations without a head
+    // are orphans, which the rebuild at the next open uncarves.
+    if (span > 1) {
+      for (uint64_t c = first + 1; c <= i; ++c) {
+        __atomic_store_n(&table_[c], MakeChunkEntry(ChunkState::kLargeCont, 0, 0),
+                         __ATOMIC_RELEASE);
+      }
+      persist_.persist(&table_[first + 1], (span - 1) * sizeof(uint64_t));
     }
     __atomic_store_n(&table_[first],
                      MakeChunkEntry(state, cls, state == ChunkState::kLargeHead ? span : 0),
                      __ATOMIC_RELEASE);
-    persist_.persist(&table_[first], span * sizeof(uint64_t));
+    persist_.persist(&table_[first], sizeof(uint64_t));
     *first_chunk = first;
     return true;
   }
@@ -138,7 +143,7 @@ Status Allocator::refill(int cls, ThreadCache& cache) {
 
 Result<uint64_t> Allocator::allocate(size_t size, bool zero) {
   if (size == 0) size = 1;
-  if (size > kMaxSmallBlock) return allocate_large(size);
+  if (size > kMaxSmallBlock) return allocate_large(size, zero);
   const int cls = size_class_for(size);
   ThreadCache& cache = caches_.local();
   std::vector<uint64_t>& blocks = cache.blocks[cls];
@@ -154,7 +159,7 @@ Result<uint64_t> Allocator::allocate(size_t size, bool zero) {
   return off;
 }
 
-Result<uint64_t> Allocator::allocate_large(size_t size) {
+Result<uint64_t> Allocator::allocate_large(size_t size, bool zero) {
   const uint64_t span = (size + kChunkSize - 1) / kChunkSize;
   uint64_t first;
   if (!carve(ChunkState::kLargeHead, 0, span, &first)) {
@@ -163,6 +168,7 @@ Result<uint64_t> Allocator::allocate_large(size_t size) {
                               "-byte block");
   }
   caches_.local().Count(static_cast<int64_t>(span * kChunkSize));
+  if (zero) std::memset(base_ + chunk_start(first), 0, span * kChunkSize);
   return chunk_start(first);
 }
 
@@ -196,10 +202,14 @@ void Allocator::free(uint64_t offset) {
   assert(EntryState(e) != ChunkState::kFree && EntryState(e) != ChunkState::kLargeCont &&
          "freed offset is not a block handed out by allocate");
   if (EntryState(e) == ChunkState::kLargeHead) {
-    // Uncarving needs no persist: if the cleared entries are lost in a crash, the chunks are
-    // carved but unreachable, and the rebuild at the next open uncarves them.
+    // The head is cleared and durable before its continuations are cleared: a crash may
+    // leave continuations without a head (orphans, uncarved by the next rebuild), never a
+    // head without its continuations. If the cleared head is lost too, the chunks are carved
+    // but unreachable, and the rebuild uncarves them.
     const uint64_t span = EntrySpan(e);
     std::lock_guard<std::mutex> lock(chunk_mu_);
+    __atomic_store_n(&table_[chunk], 0, __ATOMIC_RELEASE);
+    if (span > 1) persist_.persist(&table_[chunk], sizeof(uint64_t));
     for (uint64_t c = chunk; c < chunk + span; ++c) {
       __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
       chunk_used_[c] = 0;
@@ -319,6 +329,7 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
   epoch_.Discard(this);  // rebuilt free state: blocks retired before are free already
   uint64_t allocated = 0;
   bool uncarved = false;
+  std::vector<std::pair<uint64_t, uint64_t>> orphans;  // continuations of uncarved heads
   auto& marks = visitor.marks();
   std::fill(chunk_used_.begin(), chunk_used_.end(), 0);
   for (uint64_t i = 0; i < chunk_count_; ++i) {
@@ -330,12 +341,12 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
     const uint64_t span = st == ChunkState::kLargeHead ? EntrySpan(e) : 1;
     if (st == ChunkState::kLargeCont || marks[i].empty()) {
       // Nothing reachable: uncarve. A crash before these stores are durable leaves carved,
-      // unreachable chunks that the next rebuild uncarves again.
-      for (uint64_t c = i; c < i + span; ++c) {
-        __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
-        chunk_used_[c] = 0;
-      }
-      persist_.flush(&table_[i], span * sizeof(uint64_t));
+      // unreachable chunks that the next rebuild uncarves again. A large run's head is
+      // cleared here and its continuations after the fence below (see free()).
+      __atomic_store_n(&table_[i], 0, __ATOMIC_RELEASE);
+      persist_.flush(&table_[i], sizeof(uint64_t));
+      for (uint64_t c = i; c < i + span; ++c) chunk_used_[c] = 0;
+      if (span > 1) orphans.emplace_back(i + 1, span - 1);
       uncarved = true;
       i += span - 1;
       continue;
@@ -358,6 +369,11 @@ Status Allocator::rebuild(FunctionRef<Status(BlockVisitor&)> visit_all) {
     }
   }
   if (uncarved) persist_.fence();
+  for (const auto& [first, n] : orphans) {  // their heads are cleared and durable
+    for (uint64_t c = first; c < first + n; ++c) __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
+    persist_.flush(&table_[first], n * sizeof(uint64_t));
+  }
+  if (!orphans.empty()) persist_.fence();
   // Hand out low offsets first (free lists pop from the back).
   for (size_t c = 0; c < kNumSizeClasses; ++c) {
     std::sort(classes_[c].free.begin(), classes_[c].free.end(), std::greater<>());

@@ -2,8 +2,11 @@
 //
 // The pool's space after the header and chunk table is cut into 256 KiB chunks. A chunk is
 // carved for one size class (64 B .. 64 KiB) or, several contiguous chunks, for one large
-// block. Carving persists the chunk's 8-byte table entry (one flush + fence); nothing else
-// in allocate/free flushes or fences. Free blocks are tracked only in DRAM: per-size-class
+// block. Carving persists the chunk's 8-byte table entry (one flush + fence); a large run
+// persists its continuation entries first, then its head (two), and freeing one persists its
+// cleared head before its continuations are cleared (one), so a crash never leaves a head
+// without its continuations (an orphan continuation is uncarved by the next rebuild).
+// Nothing else in allocate/free flushes or fences. Free blocks are tracked only in DRAM: per-size-class
 // free lists behind a mutex, in front of them per-thread caches refilled in batches, and a
 // bump pointer inside the newest chunk of each class.
 //
@@ -139,7 +142,7 @@ class Allocator final : private Reclaimer {
   }
   static int size_class_above_512(size_t size);
   Status refill(int cls, ThreadCache& cache);
-  Result<uint64_t> allocate_large(size_t size);
+  Result<uint64_t> allocate_large(size_t size, bool zero);
   bool carve(ChunkState state, uint8_t cls, uint64_t span, uint64_t* first_chunk);
   ThreadCache& cache();
   uint64_t chunk_of(uint64_t offset) const { return (offset - data_offset_) / kChunkSize; }
