@@ -206,11 +206,41 @@ Status CheckAgainstModel(Index& index, const Model& before, const std::vector<co
                          bool int_keys, Model* matched) {
   if (Status s = index.verify(); !s.ok()) return s.WithContext("verify() after recovery");
   const IndexTraits& t = index.traits();
+  // Only the interrupted ops' keys may hold a value `before` does not: their values before
+  // and after those ops (an op that fails on the model changed nothing, in the index too).
+  Model touched_before, touched_after;
+  for (const Op* op : inflight)
+    if (auto b = before.find(op->key); b != before.end()) touched_before.insert(*b);
+  touched_after = touched_before;
+  for (const Op* op : inflight) ApplyToModel(touched_after, *op).IgnoreError();
+  auto is_touched = [&](const std::string& k) {
+    for (const Op* op : inflight)
+      if (op->key == k) return true;
+    return false;
+  };
+  // Every key must hold its value before the interrupted ops, or (for their keys) after.
+  auto check = [&](const std::string& k, const std::string* fv) -> Status {
+    auto b = before.find(k);
+    const std::string* bv = b != before.end() ? &b->second : nullptr;
+    const std::string* av = bv;
+    if (is_touched(k)) {
+      auto a = touched_after.find(k);
+      av = a != touched_after.end() ? &a->second : nullptr;
+    }
+    auto same = [](const std::string* x, const std::string* y) {
+      return (x == nullptr && y == nullptr) || (x && y && *x == *y);
+    };
+    if (same(fv, bv) || same(fv, av)) return Status::OK();
+    std::string expect = PrintMaybe(bv);
+    if (!same(av, bv)) expect += " or " + PrintMaybe(av);
+    return Status::Corruption("key " + PrintKey(k, int_keys) + ": found " + PrintMaybe(fv) +
+                              ", expected " + expect +
+                              (bv == nullptr && av == nullptr ? " (never acknowledged)" : ""));
+  };
   Model found;
-  std::set<std::string> keys;
-  for (const auto& [k, v] : before) keys.insert(k);
-  for (const Op* op : inflight) keys.insert(op->key);
   if (t.ordered) {
+    // The full scan is in order and agrees with point lookups; a key the model or an
+    // interrupted op names that the scan did not return must be absent to lookups too.
     std::string error;
     bool first = true;
     std::string prev;
@@ -221,54 +251,46 @@ Status CheckAgainstModel(Index& index, const Model& before, const std::vector<co
       }
       first = false;
       prev.assign(k);
-      found.emplace(std::string(k), std::string(v));
+      found.emplace_hint(found.end(), std::string(k), std::string(v));
       return true;
     });
     if (!error.empty()) return Status::Corruption(error);
+    std::string got;
     for (const auto& [k, v] : found) {
-      std::string got;
       if (!index.lookup(k, &got).ok() || got != v)
         return Status::Corruption("scan returns " + PrintKey(k, int_keys) + " = " + PrintValue(v) +
                                   " but lookup says " + (got.empty() ? "absent" : PrintValue(got)));
-      keys.insert(k);
+      if (Status s = check(k, &v); !s.ok()) return s;
     }
-  }
-  for (const std::string& k : keys) {
-    std::string got;
-    const Status looked = index.lookup(k, &got);
-    if (!looked.ok() && !looked.IsNotFound())
-      return looked.WithContext("lookup of " + PrintKey(k, int_keys));
-    const bool present = looked.ok();
-    if (t.ordered) {
-      auto it = found.find(k);
-      if (present != (it != found.end()))
-        return Status::Corruption("lookup of " + PrintKey(k, int_keys) + " says " +
-                                  (present ? "present" : "absent") + ", scan disagrees");
-    } else if (present) {
-      found.emplace(k, got);
-    }
-  }
-  // Every key must hold its value before the interrupted op, or (for that op's key) after.
-  Model after = before;
-  // An in-flight op that fails on the model (insert of a present key, ...) changes nothing,
-  // as it changed nothing in the index.
-  for (const Op* op : inflight) ApplyToModel(after, *op).IgnoreError();
-  for (const std::string& k : keys) {
-    auto f = found.find(k);
-    auto b = before.find(k);
-    auto a = after.find(k);
-    const std::string* fv = f != found.end() ? &f->second : nullptr;
-    const std::string* bv = b != before.end() ? &b->second : nullptr;
-    const std::string* av = a != after.end() ? &a->second : nullptr;
-    auto same = [](const std::string* x, const std::string* y) {
-      return (x == nullptr && y == nullptr) || (x && y && *x == *y);
+    auto absent = [&](const std::string& k) -> Status {
+      if (found.count(k) != 0) return Status::OK();  // checked above
+      const Status looked = index.lookup(k, &got);
+      if (!looked.ok() && !looked.IsNotFound())
+        return looked.WithContext("lookup of " + PrintKey(k, int_keys));
+      if (looked.ok())
+        return Status::Corruption("lookup of " + PrintKey(k, int_keys) +
+                                  " says present, scan disagrees");
+      return check(k, nullptr);
     };
-    if (same(fv, bv) || same(fv, av)) continue;
-    std::string expect = PrintMaybe(bv);
-    if (!same(av, bv)) expect += " or " + PrintMaybe(av);
-    return Status::Corruption("key " + PrintKey(k, int_keys) + ": found " + PrintMaybe(fv) +
-                              ", expected " + expect +
-                              (bv == nullptr && av == nullptr ? " (never acknowledged)" : ""));
+    for (const auto& [k, v] : before)
+      if (Status s = absent(k); !s.ok()) return s;
+    for (const Op* op : inflight)
+      if (Status s = absent(op->key); !s.ok()) return s;
+  } else {
+    // Unordered: what a lookup of each key the model or an interrupted op names returns.
+    auto probe = [&](const std::string& k) -> Status {
+      if (found.count(k) != 0) return Status::OK();
+      std::string got;
+      const Status looked = index.lookup(k, &got);
+      if (!looked.ok() && !looked.IsNotFound())
+        return looked.WithContext("lookup of " + PrintKey(k, int_keys));
+      if (looked.ok()) found.emplace(k, got);
+      return check(k, looked.ok() ? &got : nullptr);
+    };
+    for (const auto& [k, v] : before)
+      if (Status s = probe(k); !s.ok()) return s;
+    for (const Op* op : inflight)
+      if (Status s = probe(op->key); !s.ok()) return s;
   }
   if (matched != nullptr) *matched = std::move(found);
   return Status::OK();

@@ -46,8 +46,9 @@ const char* selected_mutant() { return ""; }
 const std::vector<std::string>& known_mutants() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
       "fptree.bitmap_before_kv",     "nvtree.skip_entry_persist",
-      "pftree.header_before_kv",     "pftree.pad_over_old_header",     "pftree.skip_entry_persist",
-      "pftree.skip_inplace_update_persist", "pftree.skip_node_slot_persist",
+      "pftree.header_before_kv",     "pftree.pad_over_old_header",
+      "pftree.skip_entry_persist",   "pftree.skip_inplace_update_persist",
+      "pftree.skip_node_slot_persist",
       "pftree.skip_split_node_persist",
       "pftree.skip_split_persist",   "pftree.rebuild_pad_unwritten", "rntree.single_slot_line",
       "rntree.skip_kv_persist",      "rntree.skip_slot_persist",
