@@ -36,6 +36,9 @@ struct CampaignOptions {
   uint64_t seed = 1;
   std::string mutant;         // test-only mutant to switch on (pm/mutant.h), "" = none
   std::string scenario;       // named regression scenario (scenarios.h), "" = random workload
+  // Freed blocks are filled with pm::kPoisonByte (pm::SetPoisonFreedBlocks), so reused
+  // blocks hold old bytes as they do in a long-lived pool.
+  bool poison_freed = true;
 
   // ---- ADR model ----
   uint64_t points = 0;        // 0 = every fence; N = a seeded sample of N fences

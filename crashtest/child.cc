@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "pm/alloc.h"
 #include "pm/crash/tracker.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
@@ -139,12 +140,15 @@ CampaignScope::CampaignScope(const CampaignOptions& o, CampaignResult& res) {
                                      "': this build has no mutants (PMINDEX_MUTANTS=OFF)");
     return;
   }
+  previous_poison_ = pm::SetPoisonFreedBlocks(o.poison_freed);
   selected_ = true;
   reg_ = reg;
 }
 
 CampaignScope::~CampaignScope() {
-  if (selected_) pm::set_mutant(previous_mutant_.c_str());
+  if (!selected_) return;
+  pm::set_mutant(previous_mutant_.c_str());
+  pm::SetPoisonFreedBlocks(previous_poison_);
 }
 
 }  // namespace pmindex::crashtest

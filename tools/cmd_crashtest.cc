@@ -1,7 +1,7 @@
 // `pmindex crashtest`: the crash campaign (crashtest/campaign.h) for registered indexes.
 //
 //   pmindex crashtest [--index LIST|all] [--model adr|kill|both] [--ops N] [--points all|N]
-//                     [--images R] [--torn] [--cycles N] [--seed S] [--json FILE]
+//                     [--images R] [--torn] [--no-poison] [--cycles N] [--seed S] [--json FILE]
 //                     [--scenario NAME|all] [--mutant NAME] [--replay-point P --replay-image I]
 //
 // Prints per index and model: crash points, images, failures; for each failure the seed,
@@ -29,6 +29,7 @@ struct CrashtestArgs {
   std::string points = "all";
   size_t images = 4;
   bool torn = false;
+  bool no_poison = false;
   uint32_t cycles = 10;
   uint32_t threads = 2;
   uint64_t seed = 1;
@@ -187,6 +188,7 @@ int RunCrashtest(const CrashtestArgs& a) {
       o.points = points;
       o.images = a.images;
       o.torn = a.torn;
+      o.poison_freed = !a.no_poison;
       o.cycles = a.cycles;
       o.threads = a.threads;
       o.only_point = a.replay_point;
@@ -247,6 +249,9 @@ void AddCrashtestCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("--images", a->images, "Random subset images per crash point")
       ->capture_default_str();
   sub->add_flag("--torn", a->torn, "Also torn-line images (8-byte words old/new)");
+  sub->add_flag("--no-poison", a->no_poison,
+                "Leave freed blocks as they are (default: filled with 0xA5, so reused blocks "
+                "hold old bytes)");
   sub->add_option("--cycles", a->cycles, "kill model: kill/recover cycles")->capture_default_str();
   sub->add_option("--threads", a->threads, "kill model: worker threads")->capture_default_str();
   sub->add_option("--seed", a->seed, "Seed of workload, crash points and images")

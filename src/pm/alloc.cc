@@ -60,6 +60,12 @@ Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t
   }
 }
 
+namespace {
+std::atomic<bool> g_poison_freed{false};
+}  // namespace
+
+bool SetPoisonFreedBlocks(bool on) { return g_poison_freed.exchange(on); }
+
 Allocator::~Allocator() = default;
 
 int Allocator::size_class_above_512(size_t size) {
@@ -201,6 +207,9 @@ void Allocator::free(uint64_t offset) {
   const uint64_t e = __atomic_load_n(&table_[chunk], __ATOMIC_ACQUIRE);
   assert(EntryState(e) != ChunkState::kFree && EntryState(e) != ChunkState::kLargeCont &&
          "freed offset is not a block handed out by allocate");
+  if (g_poison_freed.load(std::memory_order_relaxed)) [[unlikely]] {
+    std::memset(base_ + offset, kPoisonByte, block_size(offset));
+  }
   if (EntryState(e) == ChunkState::kLargeHead) {
     // The head is cleared and durable before its continuations are cleared: a crash may
     // leave continuations without a head (orphans, uncarved by the next rebuild), never a

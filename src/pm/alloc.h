@@ -80,6 +80,13 @@ inline constexpr uint32_t kSizeClasses[] = {
 inline constexpr size_t kNumSizeClasses = sizeof(kSizeClasses) / sizeof(kSizeClasses[0]);
 static_assert(kSizeClasses[kNumSizeClasses - 1] == kMaxSmallBlock);
 
+// Test aid (crash campaigns): while on, free() fills every freed block with kPoisonByte
+// before it can be handed out again, so a workload on a fresh pool (all zeros) meets the old
+// bytes a reused block holds, and a block freed while a durable reference still names it
+// reads as garbage after a crash. Process-wide; off by default; returns the previous setting.
+inline constexpr unsigned char kPoisonByte = 0xA5;
+bool SetPoisonFreedBlocks(bool on);
+
 class Allocator final : private Reclaimer {
  public:
   // `table` points at chunk_count entries in the mapped pool; chunk i starts at

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <set>
 #include <thread>
@@ -105,6 +106,28 @@ TEST(Allocator, BulkAndLargeBlocks) {
   auto again = a.allocate(1 << 20);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *big);
+}
+
+TEST(Allocator, PoisonFillsFreedBlocks) {
+  TempDir dir;
+  auto pool = MakePool(dir.file("a.pool"));
+  Allocator& a = pool->allocator();
+  const bool before = SetPoisonFreedBlocks(true);
+  auto small = a.allocate(256, /*zero=*/true);
+  ASSERT_TRUE(small.ok());
+  a.free(*small);
+  for (size_t i = 0; i < 256; ++i) ASSERT_EQ(pool->at<unsigned char>(*small)[i], kPoisonByte) << i;
+  auto big = a.allocate(3 * kChunkSize);
+  ASSERT_TRUE(big.ok());
+  a.free(*big);
+  EXPECT_EQ(pool->at<unsigned char>(*big)[3 * kChunkSize - 1], kPoisonByte);
+  SetPoisonFreedBlocks(false);
+  auto again = a.allocate(256);
+  ASSERT_TRUE(again.ok());
+  std::memset(pool->at<char>(*again), 0x11, 256);
+  a.free(*again);
+  EXPECT_EQ(pool->at<unsigned char>(*again)[255], 0x11);  // off: the free leaves the bytes
+  SetPoisonFreedBlocks(before);
 }
 
 TEST(Allocator, OutOfSpaceLeavesThePoolUsable) {
