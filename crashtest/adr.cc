@@ -43,6 +43,7 @@ Options PoolOptions(const CampaignOptions& o, bool read_only, PersistHook* hook 
   opts.huge_pages = false;
   opts.model_media = false;
   opts.read_only = read_only;
+  opts.poison_freed = o.poison_freed;
   return opts;
 }
 

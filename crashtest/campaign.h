@@ -36,7 +36,7 @@ struct CampaignOptions {
   uint64_t seed = 1;
   std::string mutant;         // test-only mutant to switch on (pm/mutant.h), "" = none
   std::string scenario;       // named regression scenario (scenarios.h), "" = random workload
-  // Freed blocks are filled with pm::kPoisonByte (pm::SetPoisonFreedBlocks), so reused
+  // Freed blocks are filled with pm::kPoisonByte (Options::poison_freed), so reused
   // blocks hold old bytes as they do in a long-lived pool.
   bool poison_freed = true;
 

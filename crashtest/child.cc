@@ -140,7 +140,6 @@ CampaignScope::CampaignScope(const CampaignOptions& o, CampaignResult& res) {
                                      "': this build has no mutants (PMINDEX_MUTANTS=OFF)");
     return;
   }
-  previous_poison_ = pm::SetPoisonFreedBlocks(o.poison_freed);
   selected_ = true;
   reg_ = reg;
 }
@@ -148,7 +147,6 @@ CampaignScope::CampaignScope(const CampaignOptions& o, CampaignResult& res) {
 CampaignScope::~CampaignScope() {
   if (!selected_) return;
   pm::set_mutant(previous_mutant_.c_str());
-  pm::SetPoisonFreedBlocks(previous_poison_);
 }
 
 }  // namespace pmindex::crashtest

@@ -25,8 +25,8 @@ uint64_t Mix64(uint64_t x);
 uint64_t HashString(const std::string& s);
 
 // What every campaign model does first: finds the options' index, which must be a registered
-// persistent one, and selects the options' mutant and poisoning of freed blocks until the
-// scope ends (then the previous selection is back). index() is nullptr if either failed, and `res.error` says why.
+// persistent one, and selects the options' mutant until the scope ends (then the previous
+// selection is back). index() is nullptr if either failed, and `res.error` says why.
 class CampaignScope {
  public:
   CampaignScope(const CampaignOptions& o, CampaignResult& res);
@@ -39,7 +39,6 @@ class CampaignScope {
  private:
   const IndexRegistration* reg_ = nullptr;
   std::string previous_mutant_;
-  bool previous_poison_ = false;
   bool selected_ = false;
 };
 

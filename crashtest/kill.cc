@@ -35,6 +35,7 @@ Options KillPoolOptions(const CampaignOptions& o) {
   opts.mode = PersistMode::kEadr;  // a process crash loses nothing the CPU has stored
   opts.huge_pages = false;
   opts.model_media = false;
+  opts.poison_freed = o.poison_freed;
   return opts;
 }
 

@@ -80,6 +80,12 @@ struct Options {
   // file; the price is a second recovery (doc/format.md). Turn it off only where recovery
   // itself is measured. Default: on.
   bool trial_open = true;
+  // Test aid: fill every block this pool's allocator frees with 0xA5 before it can be
+  // handed out again, so a workload on a fresh pool (all zeros) meets the old bytes a reused
+  // block holds in a long-lived pool, and a block freed while a durable reference still
+  // names it reads as garbage after a crash (the crash campaigns turn it on). Costs a memset
+  // per free. Default: off.
+  bool poison_freed = false;
 
   // ---- performance ----
 

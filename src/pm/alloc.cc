@@ -47,24 +47,19 @@ uint64_t Allocator::allocated_bytes() const {
 }
 
 Allocator::Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset,
-                     PersistContext& persist)
+                     PersistContext& persist, bool poison_freed)
     : base_(base),
       persist_(persist),
       table_(table),
       chunk_count_(chunk_count),
       data_offset_(data_offset),
+      poison_freed_(poison_freed),
       chunk_used_(chunk_count),
       classes_(new ClassState[kNumSizeClasses]) {
   for (uint64_t i = 0; i < chunk_count_; ++i) {
     chunk_used_[i] = EntryState(table_[i]) != ChunkState::kFree;
   }
 }
-
-namespace {
-std::atomic<bool> g_poison_freed{false};
-}  // namespace
-
-bool SetPoisonFreedBlocks(bool on) { return g_poison_freed.exchange(on); }
 
 Allocator::~Allocator() = default;
 
@@ -207,7 +202,7 @@ void Allocator::free(uint64_t offset) {
   const uint64_t e = __atomic_load_n(&table_[chunk], __ATOMIC_ACQUIRE);
   assert(EntryState(e) != ChunkState::kFree && EntryState(e) != ChunkState::kLargeCont &&
          "freed offset is not a block handed out by allocate");
-  if (g_poison_freed.load(std::memory_order_relaxed)) [[unlikely]] {
+  if (poison_freed_) [[unlikely]] {
     std::memset(base_ + offset, kPoisonByte, block_size(offset));
   }
   if (EntryState(e) == ChunkState::kLargeHead) {

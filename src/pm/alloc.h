@@ -80,20 +80,17 @@ inline constexpr uint32_t kSizeClasses[] = {
 inline constexpr size_t kNumSizeClasses = sizeof(kSizeClasses) / sizeof(kSizeClasses[0]);
 static_assert(kSizeClasses[kNumSizeClasses - 1] == kMaxSmallBlock);
 
-// Test aid (crash campaigns): while on, free() fills every freed block with kPoisonByte
-// before it can be handed out again, so a workload on a fresh pool (all zeros) meets the old
-// bytes a reused block holds, and a block freed while a durable reference still names it
-// reads as garbage after a crash. Process-wide; off by default; returns the previous setting.
+// What free() fills a freed block with when the allocator poisons (Options::poison_freed).
 inline constexpr unsigned char kPoisonByte = 0xA5;
-bool SetPoisonFreedBlocks(bool on);
 
 class Allocator final : private Reclaimer {
  public:
   // `table` points at chunk_count entries in the mapped pool; chunk i starts at
   // data_offset + i * kChunkSize. The free state is empty until rebuild() runs.
-  // Chunk table entries are persisted through `persist` (the pool's context).
+  // Chunk table entries are persisted through `persist` (the pool's context). With
+  // poison_freed, free() fills each freed block with kPoisonByte (Options::poison_freed).
   Allocator(char* base, uint64_t* table, uint64_t chunk_count, uint64_t data_offset,
-            PersistContext& persist);
+            PersistContext& persist, bool poison_freed = false);
   ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -160,6 +157,7 @@ class Allocator final : private Reclaimer {
   uint64_t* table_;
   uint64_t chunk_count_;
   uint64_t data_offset_;
+  bool poison_freed_;
   std::mutex chunk_mu_;                  // carving and uncarving
   std::vector<uint8_t> chunk_used_;      // DRAM copy: chunk carved?
   std::unique_ptr<ClassState[]> classes_;

@@ -522,7 +522,7 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
 
   pool->allocator_ = std::make_unique<pm::Allocator>(
       pool->base_, reinterpret_cast<uint64_t*>(pool->base_ + hdr->chunk_table_offset),
-      hdr->chunk_count, hdr->data_offset, pc);
+      hdr->chunk_count, hdr->data_offset, pc, options.poison_freed);
   return pool;
 }
 

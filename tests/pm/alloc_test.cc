@@ -18,9 +18,11 @@ namespace {
 
 using testing::TempDir;
 
-std::unique_ptr<Pool> MakePool(const std::string& path, uint64_t size = 16 << 20) {
+std::unique_ptr<Pool> MakePool(const std::string& path, uint64_t size = 16 << 20,
+                               bool poison_freed = false) {
   Options o;
   o.pool_size = size;
+  o.poison_freed = poison_freed;
   auto pool = Pool::Create(path, kTestListKind, "", o);
   EXPECT_TRUE(pool.ok()) << pool.status().ToString();
   return std::move(pool).value();
@@ -110,9 +112,9 @@ TEST(Allocator, BulkAndLargeBlocks) {
 
 TEST(Allocator, PoisonFillsFreedBlocks) {
   TempDir dir;
-  auto pool = MakePool(dir.file("a.pool"));
+  auto pool = MakePool(dir.file("a.pool"), 16 << 20, /*poison_freed=*/true);
+  auto plain = MakePool(dir.file("b.pool"));  // the setting is the pool's, not the process's
   Allocator& a = pool->allocator();
-  const bool before = SetPoisonFreedBlocks(true);
   auto small = a.allocate(256, /*zero=*/true);
   ASSERT_TRUE(small.ok());
   a.free(*small);
@@ -121,13 +123,11 @@ TEST(Allocator, PoisonFillsFreedBlocks) {
   ASSERT_TRUE(big.ok());
   a.free(*big);
   EXPECT_EQ(pool->at<unsigned char>(*big)[3 * kChunkSize - 1], kPoisonByte);
-  SetPoisonFreedBlocks(false);
-  auto again = a.allocate(256);
+  auto again = plain->allocator().allocate(256);
   ASSERT_TRUE(again.ok());
-  std::memset(pool->at<char>(*again), 0x11, 256);
-  a.free(*again);
-  EXPECT_EQ(pool->at<unsigned char>(*again)[255], 0x11);  // off: the free leaves the bytes
-  SetPoisonFreedBlocks(before);
+  std::memset(plain->at<char>(*again), 0x11, 256);
+  plain->allocator().free(*again);
+  EXPECT_EQ(plain->at<unsigned char>(*again)[255], 0x11);  // off: the free leaves the bytes
 }
 
 TEST(Allocator, OutOfSpaceLeavesThePoolUsable) {
