@@ -934,10 +934,17 @@ Status Runner::Run() {
     for (int threads : cfg_.threads) {
       for (const IndexRegistration* reg : regs) {
         job_++;
-        if (Status s = RunIndex(*reg, threads); !s.ok()) return s;
+        if (Status s = RunIndex(*reg, threads); !s.ok()) {
+          if (rounds > 1 && s.IsBusy()) {  // interrupted: keep the finished rounds only
+            report_->results.resize(first);
+            CollapseRounds(&report_->results);
+          }
+          return s;
+        }
       }
     }
     for (size_t i = first; i < report_->results.size(); ++i) report_->results[i].round = round;
+    report_->rounds_done = round;
   }
   if (rounds > 1) CollapseRounds(&report_->results);
   for (const BenchResult& r : report_->results) huge |= r.huge_page_bytes > 0;

@@ -133,6 +133,10 @@ struct BenchReport {
   bool verify_failed = false;
   // An index could not be created, or its load failed: the run did not measure what was asked.
   bool run_failed = false;
+  // Rounds run to their end (BenchConfig::rounds asked for). A run with several rounds that is
+  // interrupted leaves its unfinished round out and reports the finished ones collapsed, as a
+  // complete run would (so every ratio still compares indexes within the same rounds).
+  uint32_t rounds_done = 0;
 };
 
 // Runs the configured benchmark; results accumulate in *report as they are produced.

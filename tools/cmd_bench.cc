@@ -142,6 +142,10 @@ int RunBenchCommand(const BenchArgs& args) {
   const Status status = bench::RunBench(cfg, &report);
   if (status.IsBusy() && g_stop.load()) {
     std::fprintf(stderr, "pmindex bench: interrupted; temporary pools removed\n");
+    if (cfg.rounds > 1)
+      std::fprintf(stderr,
+                   "pmindex bench: %u of %u rounds finished; the unfinished round is left out\n",
+                   report.rounds_done, cfg.rounds);
     if (!report.results.empty()) bench::PrintReport(report, stdout);
     return 130;
   }

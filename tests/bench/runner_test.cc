@@ -514,5 +514,31 @@ TEST(RunnerTest, StopFlagEndsTheRunAndRemovesPools) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+TEST(RunnerTest, InterruptedRoundsKeepTheFinishedRoundsCollapsed) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"testlist", "stdmap"}, "load,lookup", 500, 400);
+  c.rounds = 100000;  // far more than run before the stop
+  std::atomic<bool> stop{false};
+  c.stop = &stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop = true;
+  });
+  BenchReport report;
+  const Status s = RunBench(c, &report);
+  stopper.join();
+  ASSERT_TRUE(s.IsBusy()) << s.ToString();
+  ASSERT_LT(report.rounds_done, c.rounds);
+  // One row per index and workload, each from the finished rounds only (none if the stop
+  // came within the first round).
+  ASSERT_EQ(report.results.size(), report.rounds_done > 0 ? 4u : 0u);
+  for (const BenchResult& r : report.results) {
+    SCOPED_TRACE(r.index + " / " + r.workload);
+    EXPECT_EQ(r.per_round.size(), report.rounds_done);
+    EXPECT_GE(r.round, 1u);
+    EXPECT_LE(r.round, report.rounds_done);
+  }
+}
+
 }  // namespace
 }  // namespace pmindex::bench
