@@ -497,19 +497,26 @@ TEST(RunnerTest, SkipsIndexesThatCannotTakeTheKeys) {
                   .IsInvalidArgument());
 }
 
+// Runs `c` with its stop flag set from another thread after `ms` milliseconds (as Ctrl-C
+// would set it).
+Status RunStoppedAfter(BenchConfig c, int ms, BenchReport* report) {
+  std::atomic<bool> stop{false};
+  c.stop = &stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    stop = true;
+  });
+  const Status s = RunBench(c, report);
+  stopper.join();
+  return s;
+}
+
 TEST(RunnerTest, StopFlagEndsTheRunAndRemovesPools) {
   TempDir dir;
   BenchConfig c = SmallConfig(dir, {"lmdb", "stdmap"}, "load,c", 200, 50000000);
   c.pool_bytes = 64ull << 20;
-  std::atomic<bool> stop{false};
-  c.stop = &stop;
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    stop = true;
-  });
   BenchReport report;
-  const Status s = RunBench(c, &report);
-  stopper.join();
+  const Status s = RunStoppedAfter(c, 300, &report);
   EXPECT_TRUE(s.IsBusy()) << s.ToString();
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
@@ -518,15 +525,8 @@ TEST(RunnerTest, InterruptedRoundsKeepTheFinishedRoundsCollapsed) {
   TempDir dir;
   BenchConfig c = SmallConfig(dir, {"testlist", "stdmap"}, "load,lookup", 500, 400);
   c.rounds = 100000;  // far more than run before the stop
-  std::atomic<bool> stop{false};
-  c.stop = &stop;
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    stop = true;
-  });
   BenchReport report;
-  const Status s = RunBench(c, &report);
-  stopper.join();
+  const Status s = RunStoppedAfter(c, 500, &report);
   ASSERT_TRUE(s.IsBusy()) << s.ToString();
   ASSERT_LT(report.rounds_done, c.rounds);
   // One row per index and workload, each from the finished rounds only (none if the stop
