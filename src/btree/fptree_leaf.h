@@ -152,15 +152,16 @@ struct FPTreeLayout {
 
   [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
                                                  uint64_t key, uint64_t value) {
-    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
+    uint64_t held;  // the word as locked: Release stores without reading it
+    if (!VersionLock::Lock(&l->version, kGen, &held)) return {Outcome::kRetry};
     uint64_t bitmap = l->bitmap;
     const int i = Slot(l, bitmap, key);
     if (op == Op::kInsert && i >= 0) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && i < 0) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kNotFound};
     }
     if (op == Op::kRemove) {
@@ -181,14 +182,14 @@ struct FPTreeLayout {
       Store(l->fp[j], Fingerprint(key));
       pc.persist(&l->fp[j], 1);  // and both before the bitmap names them
       if (reorder) {
-        VersionLock::Unlock(&l->version, kGen, true);
+        VersionLock::Release(&l->version, held, true);
         return {Outcome::kDone};
       }
       bitmap = next_bitmap;
     }
     Store(l->bitmap, bitmap);  // commit: one 8-byte store
     pc.persist(&l->bitmap, 8);
-    VersionLock::Unlock(&l->version, kGen, true);
+    VersionLock::Release(&l->version, held, true);
     return {Outcome::kDone, bitmap == 0, static_cast<uint32_t>(__builtin_popcountll(bitmap))};
   }
 

@@ -143,15 +143,16 @@ struct NVTreeLayout {
 
   [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
                                                  uint64_t key, uint64_t value) {
-    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
+    uint64_t held;  // the word as locked: Release stores without reading it
+    if (!VersionLock::Lock(&l->version, kGen, &held)) return {Outcome::kRetry};
     const int i = Newest(l, key);
     const bool present = i >= 0 && !(l->tombstones >> i & 1);
     if (op == Op::kInsert && present) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && !present) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kNotFound};
     }
     if (l->count == kCapacity) return {Outcome::kFull};
@@ -173,7 +174,7 @@ struct NVTreeLayout {
     } else if (!present) {
       ++l->live;
     }
-    VersionLock::Unlock(&l->version, kGen, true);
+    VersionLock::Release(&l->version, held, true);
     return {Outcome::kDone, l->live == 0, static_cast<uint32_t>(l->live)};
   }
 

@@ -405,7 +405,8 @@ struct RNTreeLayout {
     // insert in adr; doc/performance.md, "rntree insert: the leaf lock before the log
     // persist"). The leaf may have been replaced since the search: then log[e] is in a dead
     // leaf and the operation restarts from the root.
-    if (!VersionLock::LockInline(&l->version, kGen)) return {Outcome::kRetry};
+    uint64_t held;  // the word as locked: Release stores without reading it
+    if (!VersionLock::LockInline(&l->version, kGen, &held)) return {Outcome::kRetry};
     if (op != Op::kRemove && !pm::mutant("rntree.skip_kv_persist")) {
       pc.persist(&l->log[e], sizeof(Entry));  // durable before a slot line names it
     }
@@ -414,7 +415,7 @@ struct RNTreeLayout {
       present = Search(l, *base, base->count, key, &p);
       if ((op == Op::kInsert && present) ||
           ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
-        VersionLock::Unlock(&l->version, kGen, false);  // lost a race; log[e] stays unnamed
+        VersionLock::Release(&l->version, held, false);  // lost a race; log[e] stays unnamed
         return {present ? Outcome::kExists : Outcome::kNotFound};
       }
     }
@@ -422,7 +423,7 @@ struct RNTreeLayout {
     const Edit edit = op == Op::kRemove ? Edit::kRemove : present ? Edit::kSet : Edit::kInsert;
     const size_t m = op == Op::kRemove ? n - 1 : present ? n : n + 1;
     CommitSlots(pc, l, base, edit, p, e, m);
-    VersionLock::Unlock(&l->version, kGen, !kDual);
+    VersionLock::Release(&l->version, held, !kDual);
     return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 

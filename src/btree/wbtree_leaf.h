@@ -15,6 +15,10 @@
 //   line 1   off 64  slots[64]  u8   persistent  slots[0] = count, slots[1..count] = kv index
 //   line 2.. off128  kv[63]     16 B each
 //
+// The lock word shares line 0 with the bitmap, which every write persists, and a flush may
+// evict the line: the writer releases the lock without reading the word
+// (VersionLock::Release) and reads nothing of a line after persisting it.
+//
 // Insert (4 persistent instructions): write kv[j] (a free slot), persist; clear the valid
 // bit, persist; rewrite the slot array, persist; set bit j and the valid bit in one 8-byte
 // store, persist. Update is the same with bit i cleared in the last store; remove skips the
@@ -141,16 +145,17 @@ struct WBTreeLayout {
 
   [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
                                                  uint64_t key, uint64_t value) {
-    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
+    uint64_t held;  // the word as locked: Release stores without reading it
+    if (!VersionLock::Lock(&l->version, kGen, &held)) return {Outcome::kRetry};
     const size_t count = l->slots[0];
     const size_t p = LowerBound(l, key);
     const bool present = p <= count && l->kv[l->slots[p]].key == key;
     if (op == Op::kInsert && present) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && !present) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kNotFound};
     }
     uint8_t slots[64];
@@ -178,8 +183,10 @@ struct WBTreeLayout {
       }
     }
     CommitSlots(pc, l, slots, bitmap);
-    VersionLock::Unlock(&l->version, kGen, true);
-    return {Outcome::kDone, l->slots[0] == 0, l->slots[0]};
+    VersionLock::Release(&l->version, held, true);
+    // The count from the local copy: the leaf's slot line was just written back, and a
+    // flush may have evicted it (a read would wait for memory).
+    return {Outcome::kDone, slots[0] == 0, slots[0]};
   }
 
   // Rebuilds an invalid slot array from the bitmap; checks a valid one.

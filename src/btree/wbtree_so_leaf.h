@@ -14,6 +14,10 @@
 //            off 48  kv[0]    16 B
 //   line 1-2 off 64  kv[1..6] 16 B each
 //
+// The lock word shares line 0 with the slot word, which every write persists, and a flush
+// may evict the line: the writer releases the lock without reading the word
+// (VersionLock::Release).
+//
 // Insert and update (2 persistent instructions): write kv[j] (a slot the word does not name),
 // persist; store the new slot word, persist. Remove: the slot word only (1).
 //
@@ -112,17 +116,18 @@ struct WBTreeSOLayout {
 
   [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
                                                  uint64_t key, uint64_t value) {
-    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
+    uint64_t held;  // the word as locked: Release stores without reading it
+    if (!VersionLock::Lock(&l->version, kGen, &held)) return {Outcome::kRetry};
     const uint64_t w = l->slots;
     const size_t n = Count(w);
     const size_t p = LowerBound(l, w, key);
     const bool present = p < n && l->kv[Slot(w, p)].key == key;
     if (op == Op::kInsert && present) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kExists};
     }
     if ((op == Op::kUpdate || op == Op::kRemove) && !present) {
-      VersionLock::Unlock(&l->version, kGen, false);
+      VersionLock::Release(&l->version, held, false);
       return {Outcome::kNotFound};
     }
     uint8_t idx[kCapacity + 1];
@@ -151,7 +156,7 @@ struct WBTreeSOLayout {
     }
     l->slots = Make(idx, m);  // commit: one 8-byte store
     pc.persist(&l->slots, 8);
-    VersionLock::Unlock(&l->version, kGen, true);
+    VersionLock::Release(&l->version, held, true);
     return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 

@@ -75,29 +75,32 @@ class VersionLock {
     return Obsolete(__atomic_load_n(word, __ATOMIC_ACQUIRE), gen);
   }
 
-  // Spins until locked; false if the node is (or becomes) obsolete.
-  static bool Lock(uint64_t* word, uint32_t gen) {
+  // Spins until locked; false if the node is (or becomes) obsolete. With `held`, the word as
+  // locked is stored there, for Release.
+  static bool Lock(uint64_t* word, uint32_t gen, uint64_t* held = nullptr) {
     for (int spins = 0;; ++spins) {
       uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
       if (Obsolete(w, gen)) return false;
-      if (!Held(w, gen) && Acquire(word, w, gen)) return true;
+      if (!Held(w, gen) && Acquire(word, w, gen, held)) return true;
       Backoff(spins);
     }
   }
   // Lock with its first attempt inline: uncontended, a load and a CAS and no call (whose
   // return address and saved registers would be stores: pm/persist.h, flush_in). Callers on
   // a hot write path use it; the others call Lock.
-  [[gnu::always_inline]] static bool LockInline(uint64_t* word, uint32_t gen) {
+  [[gnu::always_inline]] static bool LockInline(uint64_t* word, uint32_t gen,
+                                                uint64_t* held = nullptr) {
     uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
     if (!Obsolete(w, gen) && !Held(w, gen)) [[likely]] {
       const uint64_t locked = (uint64_t{gen} << 32) | (w & kVersionMask) | kLocked;
       if (__atomic_compare_exchange_n(word, &w, locked, false, __ATOMIC_ACQUIRE,
                                       __ATOMIC_RELAXED)) [[likely]] {
         WriterLocked();  // seqlock writer order (pm/seqlock.h)
+        if (held != nullptr) *held = locked;
         return true;
       }
     }
-    return Lock(word, gen);
+    return Lock(word, gen, held);
   }
   // One attempt; false if held, obsolete or contended.
   static bool TryLock(uint64_t* word, uint32_t gen) {
@@ -121,6 +124,16 @@ class VersionLock {
     __atomic_store_n(word, (uint64_t{gen} << 32) | ((bump ? w + kStep : w) & kVersionMask),
                      __ATOMIC_RELEASE);
   }
+  // Unlock by a holder that kept the word as it locked it (Lock's `held`): the same store as
+  // Unlock, without reading the word first. While the lock is held no other thread writes the
+  // word, so `held` is its value. Where a persist of a neighbouring field has just written
+  // the word's line back (a flush may evict it), Unlock's load waits for memory and the
+  // operation with it; a store does not wait.
+  [[gnu::always_inline]] static void Release(uint64_t* word, uint64_t held, bool bump = true) {
+    __atomic_store_n(word,
+                     (held & ~uint64_t{0xFFFFFFFF}) | ((bump ? held + kStep : held) & kVersionMask),
+                     __ATOMIC_RELEASE);
+  }
   // Marks a locked node obsolete; it stays locked. Readers that validate fail from now on.
   static void MarkObsolete(uint64_t* word, uint32_t gen) {
     const uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
@@ -138,14 +151,16 @@ class VersionLock {
   }
 
  private:
-  // CAS from the unlocked word `w` to locked in generation `gen`, keeping the version.
-  static bool Acquire(uint64_t* word, uint64_t w, uint32_t gen) {
+  // CAS from the unlocked word `w` to locked in generation `gen`, keeping the version; the
+  // locked word goes to `held` when given.
+  static bool Acquire(uint64_t* word, uint64_t w, uint32_t gen, uint64_t* held = nullptr) {
     const uint64_t locked = (uint64_t{gen} << 32) | (w & kVersionMask) | kLocked;
     if (!__atomic_compare_exchange_n(word, &w, locked, false, __ATOMIC_ACQUIRE,
                                      __ATOMIC_RELAXED)) {
       return false;
     }
     WriterLocked();  // seqlock writer order (pm/seqlock.h)
+    if (held != nullptr) *held = locked;
     return true;
   }
 };
