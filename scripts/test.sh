@@ -60,7 +60,11 @@ add_subdirectory("$PWD" pmindex)
 add_subdirectory("$PWD/examples" example)
 EOF_WRAPPER
   cmake -S "$tmp/wrapper" -B "$tmp/wrapper-build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  if ninja -C "$tmp/wrapper-build" -t targets all | grep -Eq '^(pmindex_tool|pmindex_bench|pmindex_testutil):'; then
+  # Output captured before grep: with pipefail, `grep -q` closing the pipe at its first match
+  # can fail the writer with SIGPIPE, and with it the whole test.
+  local targets deps
+  targets=$(ninja -C "$tmp/wrapper-build" -t targets all)
+  if grep -Eq '^(pmindex_tool|pmindex_bench|pmindex_testutil):' <<<"$targets"; then
     echo "add_subdirectory built tools or tests: they must be off by default there" >&2
     return 1
   fi
@@ -71,7 +75,8 @@ EOF_WRAPPER
   build_lib build-shared -DBUILD_SHARED_LIBS=ON
   cmake --install build-shared --prefix "$tmp/shared" >/dev/null
   run_installed_example "$tmp/shared" "$tmp/ex-shared"
-  if ! ldd "$tmp/ex-shared/pmindex_example" | grep -q 'libpmindex\.so'; then
+  deps=$(ldd "$tmp/ex-shared/pmindex_example")
+  if ! grep -q 'libpmindex\.so' <<<"$deps"; then
     echo "the shared example does not link libpmindex.so" >&2
     return 1
   fi
