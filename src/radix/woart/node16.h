@@ -96,8 +96,11 @@ struct WoartNode16 {
   // Key and child into a free slot, persisted; then the bitmap bit. 2 fences. The key byte
   // goes in with an atomic store of its whole key word (the other bytes unchanged: one
   // writer at a time), the child with an atomic store: lookups may read both concurrently.
+  // The bitmap is read once, before the flushes: the key bytes share its line, and read after
+  // their flush (which may evict the line) it waited for memory.
   void Add(pm::PersistContext& pc, uint8_t b, uint64_t word) {
-    const unsigned p = __builtin_ctzll(~bitmap);
+    const uint64_t bm = bitmap;
+    const unsigned p = __builtin_ctzll(~bm);
     const unsigned shift = 8 * (p % 8);
     StoreWord(&key_words[p / 8],
               (key_words[p / 8] & ~(uint64_t{0xFF} << shift)) | (uint64_t{b} << shift));
@@ -105,7 +108,7 @@ struct WoartNode16 {
     pc.flush(&keys[p], 1);
     pc.flush(&child[p], 8);
     pc.fence();
-    CommitWord(pc, &bitmap, bitmap | (uint64_t{1} << p));
+    CommitWord(pc, &bitmap, bm | (uint64_t{1} << p));
   }
 
   // Clears the key's bit. 1 fence.
