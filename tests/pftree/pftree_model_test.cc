@@ -217,5 +217,27 @@ TEST(PFTreeTest, LockFromOlderGenerationIsFree) {
   EXPECT_TRUE(VersionLock::TryLock(&word, 7));
 }
 
+TEST(PFTreeTest, ReleaseStoresWhatUnlockWould) {
+  using pftree::VersionLock;
+  // Versions mid-range and at the wrap, words of an older generation, bump or not.
+  for (const uint64_t start : {uint64_t{0}, uint64_t{0x40}, uint64_t{0xFFFFFFFC},
+                               (uint64_t{3} << 32) | 0x1234, (uint64_t{9} << 32) | 0xFFFFFFFE}) {
+    for (const bool bump : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << std::hex << start << " bump " << bump);
+      uint64_t a = start, b = start, held = 0, held_inline = 0;
+      ASSERT_TRUE(VersionLock::Lock(&a, 5, &held));
+      ASSERT_TRUE(VersionLock::LockInline(&b, 5, &held_inline));
+      EXPECT_EQ(held, a);  // the word as locked
+      EXPECT_EQ(held_inline, b);
+      uint64_t c = a;
+      VersionLock::Unlock(&a, 5, bump);
+      VersionLock::Release(&c, held, bump);
+      EXPECT_EQ(c, a);
+      EXPECT_FALSE(VersionLock::Held(c, 5));
+      EXPECT_TRUE(VersionLock::TryLock(&c, 5));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pmindex::testing
