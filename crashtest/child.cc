@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "pm/alloc.h"
 #include "pm/crash/tracker.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
@@ -145,8 +144,7 @@ CampaignScope::CampaignScope(const CampaignOptions& o, CampaignResult& res) {
 }
 
 CampaignScope::~CampaignScope() {
-  if (!selected_) return;
-  pm::set_mutant(previous_mutant_.c_str());
+  if (selected_) pm::set_mutant(previous_mutant_.c_str());
 }
 
 }  // namespace pmindex::crashtest

@@ -214,10 +214,9 @@ void Allocator::free(uint64_t offset) {
     std::lock_guard<std::mutex> lock(chunk_mu_);
     __atomic_store_n(&table_[chunk], 0, __ATOMIC_RELEASE);
     if (span > 1) persist_.persist(&table_[chunk], sizeof(uint64_t));
-    for (uint64_t c = chunk; c < chunk + span; ++c) {
+    for (uint64_t c = chunk + 1; c < chunk + span; ++c)
       __atomic_store_n(&table_[c], 0, __ATOMIC_RELEASE);
-      chunk_used_[c] = 0;
-    }
+    for (uint64_t c = chunk; c < chunk + span; ++c) chunk_used_[c] = 0;
     caches_.local().Count(-static_cast<int64_t>(span * kChunkSize));
     return;
   }

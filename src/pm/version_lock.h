@@ -121,8 +121,7 @@ class VersionLock {
   // Releases the lock. With bump, optimistic readers that began before fail validation.
   [[gnu::always_inline]] static void Unlock(uint64_t* word, uint32_t gen, bool bump = true) {
     const uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
-    __atomic_store_n(word, (uint64_t{gen} << 32) | ((bump ? w + kStep : w) & kVersionMask),
-                     __ATOMIC_RELEASE);
+    Release(word, (uint64_t{gen} << 32) | (w & 0xFFFFFFFF), bump);
   }
   // Unlock by a holder that kept the word as it locked it (Lock's `held`): the same store as
   // Unlock, without reading the word first. While the lock is held no other thread writes the
