@@ -6,6 +6,8 @@
 #                                               and every driver into OUT/bin
 #   scripts/peers.sh build-peers PEERS          the peers' drivers only
 #   scripts/peers.sh run PEERS [N] [ROUNDS]     interleaved rounds into OUT/results/
+#                                               (PEERS_ORDER=shuffled: load and insert in a
+#                                               shuffled id order, tools/peers/driver.h)
 #   scripts/peers.sh summary PEERS [RESULTS]    medians and per-round ratios of a results dir
 #
 # PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart.
@@ -25,7 +27,7 @@ CC=${CC:-gcc}
 OPT="-O2 -g -DNDEBUG"
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -204,6 +206,7 @@ cmd_run() {
   local n=${1:-1000000} rounds=${2:-3}
   [[ -x $OUT/bin/pmindex_drv ]] || die "no drivers in $OUT/bin: run '$0 build $PEERS' first"
   local results=$OUT/results/$(date -u +%Y%m%dT%H%M%SZ)-n$n
+  [[ ${PEERS_ORDER:-id} == id ]] || results+=-$PEERS_ORDER
   mkdir -p "$results"
   echo "results: $results"
   local round line peer ours

@@ -6,6 +6,13 @@
 //   load    inserts ids 1..N in id order (id 0 would be key 0, a sentinel in some peers);
 //   lookup  N lookups of ids drawn uniformly from 1..N (bench/generators.h, Rng, seed 1);
 //   insert  inserts ids N+1..2N;
+// With PEERS_ORDER=shuffled in the environment, the load and the insert phase take their ids
+// in a shuffled order instead (a Fisher-Yates shuffle of each range, seed kShuffleSeed); the
+// keys, the values (the ids) and the other phases are the same. In id order consecutive keys
+// differ by a constant (i * C mod 2^64 is a Weyl sequence): the inserts sweep the key space in
+// about 376 steps, each sweep a little beside the last, so an index whose blocks are placed in
+// the order its splits happen reads them in address order (doc/performance.md, "The insert
+// order").
 //   scan    N/10 scans of 100 pairs from ids drawn uniformly from 1..2N.
 // Every key is converted before the timed loops into the form its index takes (Adapter::
 // write_key / read_key / scan_key), so a timed loop is the index's call and nothing else.
@@ -34,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/generators.h"
@@ -45,6 +53,7 @@ namespace peers {
 enum Phase { kLoad = 0, kLookup = 1, kInsert = 2, kScan = 3 };
 
 inline constexpr uint64_t kLookupSeed = 1;
+inline constexpr uint64_t kShuffleSeed = 2;
 inline constexpr size_t kScanLength = 100;
 
 inline uint64_t KeyOfId(uint64_t id) { return pmindex::bench::ScrambleId(id); }
@@ -59,6 +68,7 @@ struct Config {
   std::string label;  // what is measured, e.g. "rntree adr" or "RNTree (ICPP) adr"
   uint64_t n = 1'000'000;
   Phase last = kScan;
+  bool shuffled = false;  // PEERS_ORDER=shuffled: load and insert ids in a shuffled order
 };
 
 // Parses "N [load|lookup|insert|scan]" from argv[first..]; exits with a usage message on error.
@@ -87,6 +97,26 @@ inline void ParseRunArgs(int argc, char** argv, int first, const char* usage, Co
       std::exit(2);
     }
   }
+  const char* order = std::getenv("PEERS_ORDER");
+  if (order != nullptr && *order != '\0') {
+    if (std::strcmp(order, "shuffled") == 0) {
+      config->shuffled = true;
+    } else if (std::strcmp(order, "id") != 0) {
+      std::fprintf(stderr, "PEERS_ORDER must be 'id' or 'shuffled', not '%s'\n", order);
+      std::exit(2);
+    }
+  }
+}
+
+// The ids first..first+count-1, in id order or shuffled (Fisher-Yates, one generator per call).
+inline std::vector<uint64_t> IdOrder(uint64_t first, uint64_t count, bool shuffled) {
+  std::vector<uint64_t> ids(count);
+  for (uint64_t i = 0; i < count; i++) ids[i] = first + i;
+  if (shuffled) {
+    pmindex::bench::Rng rng(kShuffleSeed + first);
+    for (uint64_t i = count; i > 1; i--) std::swap(ids[i - 1], ids[rng.uniform(i)]);
+  }
+  return ids;
 }
 
 // The phases are separate, never-inlined functions so that an instruction count can be
@@ -94,15 +124,15 @@ inline void ParseRunArgs(int argc, char** argv, int first, const char* usage, Co
 template <typename Adapter>
 [[gnu::noinline]] void phase_load(Adapter& index,
                                   const std::vector<typename Adapter::WriteKey>& keys,
-                                  uint64_t first_id) {
-  for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], first_id + i);
+                                  const std::vector<uint64_t>& ids) {
+  for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], ids[i]);
 }
 
 template <typename Adapter>
 [[gnu::noinline]] void phase_insert(Adapter& index,
                                     const std::vector<typename Adapter::WriteKey>& keys,
-                                    uint64_t first_id) {
-  for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], first_id + i);
+                                    const std::vector<uint64_t>& ids) {
+  for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], ids[i]);
 }
 
 template <typename Adapter>
@@ -131,11 +161,13 @@ int Run(Adapter& index, const Config& config) {
   std::vector<uint64_t> all_keys(2 * n);
   for (uint64_t id = 1; id <= 2 * n; id++) all_keys[id - 1] = KeyOfId(id);
 
+  const std::vector<uint64_t> load_ids = IdOrder(1, n, config.shuffled);
+  const std::vector<uint64_t> insert_ids = IdOrder(n + 1, n, config.shuffled);
   std::vector<typename Adapter::WriteKey> load_keys, insert_keys;
   load_keys.reserve(n);
   insert_keys.reserve(n);
-  for (uint64_t id = 1; id <= n; id++) load_keys.push_back(index.write_key(KeyOfId(id)));
-  for (uint64_t id = n + 1; id <= 2 * n; id++) insert_keys.push_back(index.write_key(KeyOfId(id)));
+  for (uint64_t id : load_ids) load_keys.push_back(index.write_key(KeyOfId(id)));
+  for (uint64_t id : insert_ids) insert_keys.push_back(index.write_key(KeyOfId(id)));
 
   pmindex::bench::Rng rng(kLookupSeed);
   std::vector<typename Adapter::ReadKey> lookup_keys;
@@ -153,7 +185,7 @@ int Run(Adapter& index, const Config& config) {
   double ns[4] = {-1, -1, -1, -1};
   uint64_t found = 0, pairs = 0;
   double t = ThreadCpuNs();
-  phase_load(index, load_keys, 1);
+  phase_load(index, load_keys, load_ids);
   ns[kLoad] = (ThreadCpuNs() - t) / static_cast<double>(n);
   if (config.last >= kLookup) {
     t = ThreadCpuNs();
@@ -162,7 +194,7 @@ int Run(Adapter& index, const Config& config) {
   }
   if (config.last >= kInsert) {
     t = ThreadCpuNs();
-    phase_insert(index, insert_keys, n + 1);
+    phase_insert(index, insert_keys, insert_ids);
     ns[kInsert] = (ThreadCpuNs() - t) / static_cast<double>(n);
   }
   if (config.last >= kScan && Adapter::kHasScan && !scan_starts.empty()) {
@@ -197,8 +229,9 @@ int Run(Adapter& index, const Config& config) {
   if (ns[kScan] >= 0)
     std::printf(" pairs_per_scan=%.1f",
                 static_cast<double>(pairs) / static_cast<double>(scan_starts.size()));
-  std::printf(" check=%llu/%llu loadavg=%.2f,%.2f,%.2f\n", static_cast<unsigned long long>(correct),
-              static_cast<unsigned long long>(checked), load[0], load[1], load[2]);
+  std::printf(" check=%llu/%llu loadavg=%.2f,%.2f,%.2f order=%s\n",
+              static_cast<unsigned long long>(correct), static_cast<unsigned long long>(checked),
+              load[0], load[1], load[2], config.shuffled ? "shuffled" : "id");
   std::fflush(stdout);
   return correct == checked && (config.last < kLookup || found == n) ? 0 : 1;
 }

@@ -4,11 +4,14 @@
 // into one reused std::string.
 //
 // Usage: pmindex_drv INDEX adr|eadr|volatile N [load|lookup|insert|scan]
+// The pool's directory is $PMINDEX_DRV_POOL_DIR, default /dev/shm (a huge-page tmpfs there
+// measures what the TLB walks of 4 KiB pages cost).
 #include <pmindex/index.h>
 #include <pmindex/options.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -69,8 +72,9 @@ int main(int argc, char** argv) {
   options.pool_size = 2ull << 30;
   options.prefault = true;
   options.model_media = false;
-  const std::string path =
-      "/dev/shm/pmindex-peers-" + name + "-" + std::to_string(::getpid()) + ".pool";
+  const char* dir = std::getenv("PMINDEX_DRV_POOL_DIR");
+  const std::string path = std::string(dir != nullptr && *dir != '\0' ? dir : "/dev/shm") +
+                           "/pmindex-peers-" + name + "-" + std::to_string(::getpid()) + ".pool";
   auto index = pmindex::CreateIndex(name, path, options);
   if (!index.ok()) {
     std::fprintf(stderr, "pmindex_drv: create %s: %s\n", path.c_str(),
