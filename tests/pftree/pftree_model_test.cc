@@ -8,7 +8,6 @@
 #include <random>
 
 #include "pftree/pftree_test_util.h"
-#include "radix/pftree/version_lock.h"
 
 namespace pmindex::testing {
 namespace {
@@ -198,45 +197,6 @@ TEST(PFTreeTest, ScansFollowAppendsOfIntegerPairs) {
 
 TEST(PFTreeTest, ScansFollowAppendsOfMixedPairs) {
   ASSERT_NO_FATAL_FAILURE(ScansFollowAppends(TestSeed(93), /*word_percent=*/90));
-}
-
-TEST(PFTreeTest, LockFromOlderGenerationIsFree) {
-  using pftree::VersionLock;
-  uint64_t word = 0;
-  ASSERT_TRUE(VersionLock::Lock(&word, 5));
-  EXPECT_FALSE(VersionLock::TryLock(&word, 5));  // held in this generation
-  uint64_t v;
-  // A reopened pool (generation 6) sees the crashed holder's lock as free.
-  ASSERT_TRUE(VersionLock::ReadBegin(&word, 6, &v));
-  ASSERT_TRUE(VersionLock::TryLock(&word, 6));
-  EXPECT_FALSE(VersionLock::ReadValidate(&word, v));
-  VersionLock::MarkObsolete(&word, 6);
-  EXPECT_FALSE(VersionLock::TryLock(&word, 6));
-  EXPECT_TRUE(VersionLock::IsObsolete(&word, 6));
-  EXPECT_FALSE(VersionLock::IsObsolete(&word, 7));  // an obsolete mark from a crash is void
-  EXPECT_TRUE(VersionLock::TryLock(&word, 7));
-}
-
-TEST(PFTreeTest, ReleaseStoresWhatUnlockWould) {
-  using pftree::VersionLock;
-  // Versions mid-range and at the wrap, words of an older generation, bump or not.
-  for (const uint64_t start : {uint64_t{0}, uint64_t{0x40}, uint64_t{0xFFFFFFFC},
-                               (uint64_t{3} << 32) | 0x1234, (uint64_t{9} << 32) | 0xFFFFFFFE}) {
-    for (const bool bump : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << std::hex << start << " bump " << bump);
-      uint64_t a = start, b = start, held = 0, held_inline = 0;
-      ASSERT_TRUE(VersionLock::Lock(&a, 5, &held));
-      ASSERT_TRUE(VersionLock::LockInline(&b, 5, &held_inline));
-      EXPECT_EQ(held, a);  // the word as locked
-      EXPECT_EQ(held_inline, b);
-      uint64_t c = a;
-      VersionLock::Unlock(&a, 5, bump);
-      VersionLock::Release(&c, held, bump);
-      EXPECT_EQ(c, a);
-      EXPECT_FALSE(VersionLock::Held(c, 5));
-      EXPECT_TRUE(VersionLock::TryLock(&c, 5));
-    }
-  }
 }
 
 }  // namespace
