@@ -110,9 +110,9 @@ class VersionLock {
   }
   // Locks the node if its word still equals `version` (from ReadBegin with wait_for_writer):
   // the reader's view stays valid under the lock. The word keeps its generation, so it must
-  // be the caller's (a DRAM or reset word, kResetGeneration): on a word of an older
-  // generation whose lock bit a crash left set, the compare-and-swap would succeed without
-  // locking anything.
+  // be the caller's already (DRAM and reset words, kResetGeneration, always are): on a word
+  // of an older generation whose lock bit a crash left set, the compare-and-swap would
+  // succeed without locking anything.
   static bool TryUpgrade(uint64_t* word, uint64_t version) {
     if (!__atomic_compare_exchange_n(word, &version, version | kLocked, false, __ATOMIC_ACQUIRE,
                                      __ATOMIC_RELAXED)) {
