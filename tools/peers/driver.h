@@ -6,14 +6,14 @@
 //   load    inserts ids 1..N in id order (id 0 would be key 0, a sentinel in some peers);
 //   lookup  N lookups of ids drawn uniformly from 1..N (bench/generators.h, Rng, seed 1);
 //   insert  inserts ids N+1..2N;
+//   scan    N/10 scans of 100 pairs from ids drawn uniformly from 1..2N.
 // With PEERS_ORDER=shuffled in the environment, the load and the insert phase take their ids
 // in a shuffled order instead (a Fisher-Yates shuffle of each range, seed kShuffleSeed); the
 // keys, the values (the ids) and the other phases are the same. In id order consecutive keys
 // differ by a constant (i * C mod 2^64 is a Weyl sequence): the inserts sweep the key space in
 // about 376 steps, each sweep a little beside the last, so an index whose blocks are placed in
-// the order its splits happen reads them in address order (doc/performance.md, "The insert
-// order").
-//   scan    N/10 scans of 100 pairs from ids drawn uniformly from 1..2N.
+// the order its splits happen reads them in address order (doc/performance.md, "Seventh
+// round: the insert order").
 // Every key is converted before the timed loops into the form its index takes (Adapter::
 // write_key / read_key / scan_key), so a timed loop is the index's call and nothing else.
 //
