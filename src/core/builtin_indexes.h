@@ -10,12 +10,8 @@
 
 namespace pmindex {
 
-namespace btree {
-// NV-Tree, wB+-Tree, wB+-Tree-SO, FPTree, RNTree, RNTree-DS (src/btree/register.cc).
-std::vector<IndexRegistration> Registrations();
-}  // namespace btree
-
-// Every built-in index, in the order RegisteredIndexNames lists them within a group.
+// Every built-in index of the families this build holds (PMINDEX_WITH_<FAMILY>), family by
+// family, in the order RegisteredIndexNames lists them within a group.
 std::vector<IndexRegistration> BuiltinIndexes();
 
 }  // namespace pmindex

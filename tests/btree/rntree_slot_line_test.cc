@@ -9,7 +9,7 @@
 #include <numeric>
 #include <random>
 
-#include "btree/rntree_leaf.h"
+#include "btree/hybrid/rntree_leaf.h"
 #include "common/test_util.h"
 #include "pm/persist.h"
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "btree/leaf_common.h"
+#include "btree/hybrid/leaf_common.h"
 #include "pmindex/status.h"
 
 namespace pmindex::btree {

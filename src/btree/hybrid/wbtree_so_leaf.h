@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <string>
 
-#include "btree/leaf_common.h"
+#include "btree/hybrid/leaf_common.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
 #include "pmindex/pool.h"

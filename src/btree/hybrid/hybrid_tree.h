@@ -52,8 +52,8 @@
 #include <string>
 #include <vector>
 
-#include "btree/inner_tree.h"
-#include "btree/leaf_common.h"
+#include "btree/hybrid/inner_tree.h"
+#include "btree/hybrid/leaf_common.h"
 #include "pm/alloc.h"
 #include "pm/persist.h"
 #include "pm/rw_lock.h"

@@ -1,10 +1,10 @@
-#include "btree/inner_tree.h"
+#include "btree/hybrid/inner_tree.h"
 
 #include <algorithm>
 #include <cassert>
 #include <string>
 
-#include "btree/leaf_common.h"
+#include "btree/hybrid/leaf_common.h"
 
 namespace pmindex::btree {
 namespace {

@@ -44,7 +44,7 @@
 #include <cstring>
 #include <string>
 
-#include "btree/leaf_common.h"
+#include "btree/hybrid/leaf_common.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
 #include "pmindex/pool.h"

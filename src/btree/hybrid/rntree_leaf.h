@@ -67,7 +67,7 @@
 #include <cstring>
 #include <string>
 
-#include "btree/leaf_common.h"
+#include "btree/hybrid/leaf_common.h"
 #include "pm/crc32c.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
