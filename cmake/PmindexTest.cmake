@@ -4,6 +4,7 @@
 function(pmindex_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
+  set_property(GLOBAL APPEND PROPERTY PMINDEX_TEST_PROGRAMS ${T_NAME})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} pmindex_testutil GTest::gtest GTest::gtest_main)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   if(NOT T_TIMEOUT)
@@ -13,4 +14,26 @@ function(pmindex_add_test)
   if(T_LABELS)
     set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
   endif()
+endfunction()
+
+# pmindex_add_test_index(NAME lib SOURCES a.cc...)
+# A test-only index in a folder of its own under tests/ (tests/sample_index/ is one): an
+# OBJECT library, so its objects, and the static initializer that registers it, are in every
+# program that links it. pmindex_link_test_indexes() links it into every test program, so the
+# registry-driven suites run it with no edit outside its folder.
+function(pmindex_add_test_index)
+  cmake_parse_arguments(T "" "NAME" "SOURCES" ${ARGN})
+  add_library(${T_NAME} OBJECT ${T_SOURCES})
+  target_include_directories(${T_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${T_NAME} PUBLIC pmindex_internal)
+  set_property(GLOBAL APPEND PROPERTY PMINDEX_TEST_INDEXES ${T_NAME})
+endfunction()
+
+# Links every test-only index into every test program (call once, after both are defined).
+function(pmindex_link_test_indexes)
+  get_property(indexes GLOBAL PROPERTY PMINDEX_TEST_INDEXES)
+  get_property(programs GLOBAL PROPERTY PMINDEX_TEST_PROGRAMS)
+  foreach(program ${programs})
+    target_link_libraries(${program} PRIVATE ${indexes})
+  endforeach()
 endfunction()

@@ -17,6 +17,119 @@ Op Make(OpKind kind, std::string key, std::string value = {}) {
 std::string IK(uint64_t k) { return std::string(IntKey(k).view()); }
 std::string IV(uint64_t v) { return std::string(IntValue(v)); }
 
+bool CreateCrash(const IndexTraits&, uint64_t, std::vector<Op>* ops) {
+  for (uint64_t k = 1; k <= 3; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 7), IV(k)));
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
+// Fill one node with even keys, then insert odd keys at the front so every insert shifts the
+// whole node; delete each right after, and look it up.
+bool ShiftDeleteDuplicate(const IndexTraits&, uint64_t, std::vector<Op>* ops) {
+  for (uint64_t k = 2; k <= 40; k += 2) ops->push_back(Make(OpKind::kInsert, IK(k), IV(k)));
+  for (uint64_t k = 1; k <= 13; k += 4) {
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(1000 + k)));
+    ops->push_back(Make(OpKind::kRemove, IK(k)));
+    ops->push_back(Make(OpKind::kLookup, IK(k)));
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+  }
+  return true;
+}
+
+bool CountVsEntries(const IndexTraits&, uint64_t, std::vector<Op>* ops) {
+  for (uint64_t k = 1; k <= 24; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 3), IV(k)));
+  for (uint64_t k = 1; k <= 24; k += 3) {
+    ops->push_back(Make(OpKind::kRemove, IK(k * 3)));
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+    ops->push_back(Make(OpKind::kUpsert, IK(k * 3 + 1), IV(500 + k)));
+  }
+  return true;
+}
+
+// Grow one radix node through every size (4, 16, 48, 256 children), then split a compressed
+// path by keys that share a long prefix and diverge at different depths.
+bool HeaderChildTwoStores(const IndexTraits& traits, uint64_t, std::vector<Op>* ops) {
+  for (uint64_t b = 0; b < 60; ++b) ops->push_back(Make(OpKind::kInsert, IK((b * 4) << 8), IV(b)));
+  for (uint64_t d = 0; d < 6; ++d) {
+    const uint64_t k = 0x1122334455667788ull ^ (uint64_t{0x10} << (8 * d));
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(100 + d)));
+  }
+  if (traits.byte_keys) {
+    for (const char* k : {"prefix/aaaa/1", "prefix/aaaa/2", "prefix/aab", "prefix/b", "pre"})
+      ops->push_back(Make(OpKind::kInsert, std::string(k), IV(7)));
+  }
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
+// Sequential inserts force a split every node's worth; interleaved removes touch both halves
+// of each split.
+bool SplitSiblingEarly(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  const uint64_t n = 400;
+  for (uint64_t k = 1; k <= n; ++k) {
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(k + seed)));
+    if (k % 37 == 0) ops->push_back(Make(OpKind::kRemove, IK(k / 2)));
+  }
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
+bool UpdateInPlace(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t k = 1; k <= 40; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 5), IV(k)));
+  for (uint64_t round = 1; round <= 4; ++round) {
+    for (uint64_t k = 1; k <= 40; k += 3) {
+      ops->push_back(Make(round % 2 ? OpKind::kUpdate : OpKind::kUpsert, IK(k * 5),
+                          IV(round * 1000 + k + seed)));
+      ops->push_back(Make(OpKind::kLookup, IK(k * 5)));
+    }
+  }
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
+// Enough keys under one long prefix that their leaf array splits (a node with that prefix),
+// then keys that leave the prefix at one byte, each with a new byte there: a Node4 from the
+// prefix split, grown in place to 4, copied to a Node16, grown in place to 16, copied to a
+// Node48.
+bool NodeInsertInPlace(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
+  if (!traits.byte_keys) return false;
+  const std::string pad(40, 'p');
+  for (uint64_t i = 0; i < 200; ++i)
+    ops->push_back(Make(OpKind::kInsert, "grow/prefix/" + std::to_string(1000 + i) + pad, IV(i)));
+  for (uint64_t c = 0; c < 24; ++c) {
+    const std::string k = "grow/" + std::string(1, static_cast<char>('A' + c)) + "x";
+    ops->push_back(Make(OpKind::kInsert, k, IV(500 + c + seed)));
+    ops->push_back(Make(OpKind::kLookup, k));
+  }
+  ops->push_back(Make(OpKind::kScan, std::string("grow/")));
+  return true;
+}
+
+// Keys below one first byte, spread uniformly over the second, with values long enough that
+// about 80 fill a leaf array: the leaf array splits into runs of second bytes, its runs split
+// again, past 48 of them the node becomes a Node256; then every key of the lowest runs is
+// removed, and some come back.
+bool SplitRuns(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
+  auto key = [](uint64_t i) {
+    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    return IK((x >> 8) | (uint64_t{0x5A} << 56));
+  };
+  const size_t pad = traits.max_value_size > 8 ? std::min<size_t>(52, traits.max_value_size - 8) : 0;
+  const uint64_t n = 4000;
+  for (uint64_t i = 0; i < n; ++i)
+    ops->push_back(Make(OpKind::kInsert, key(i), IV(i + seed) + std::string(pad, 'r')));
+  auto low_run = [](const std::string& k) { return static_cast<uint8_t>(k[1]) < 0x30; };
+  for (uint64_t i = 0; i < n; ++i) {
+    if (low_run(key(i))) ops->push_back(Make(OpKind::kRemove, key(i)));
+  }
+  for (uint64_t i = 0; i < n; i += 7) {
+    if (low_run(key(i))) ops->push_back(Make(OpKind::kInsert, key(i), IV(i)));
+  }
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& Scenarios() {
@@ -25,158 +138,60 @@ const std::vector<Scenario>& Scenarios() {
        "constructors that never persisted their root or header (FAST&FAIR, CCEH and level "
        "hashing as released; found by Witcher and PMDebugger): crash at every fence of index "
        "creation and of the first inserts",
-       {""}},
+       true, &CreateCrash},
       {"shift-delete-duplicate",
        "FAST&FAIR's shifting insert leaves a transient duplicate entry; a crash mid-shift "
        "followed by a delete of that key removed one copy and the key reappeared (Witcher)",
-       {"fastfair", "wbtree", "wbtree-so", "nvtree", "rntree", "rntree-ds", "fptree", "testlist"}},
+       false, &ShiftDeleteDuplicate},
       {"count-vs-entries",
        "a leaf whose entry count or bitmap persists separately from its entries (NV-Tree's "
        "count, FPTree's bitmap): after a crash a scan disagreed with point lookups",
-       {"nvtree", "fptree", "wbtree", "wbtree-so", "rntree", "rntree-ds", "pftree", "testlist"}},
+       false, &CountVsEntries},
       {"header-child-two-stores",
        "WOART committed a node header and a child pointer in two separate stores; a crash in "
        "between left a node whose header and children disagree (found by RECIPE/Witcher)",
-       {"woart", "wort", "pftree"}},
+       false, &HeaderChildTwoStores},
       {"split-sibling-early",
        "a split that links the new sibling before the parent (or the leaf list) knows it; a "
        "crash in between loses or duplicates the moved keys (FAST&FAIR, FPTree)",
-       {"fastfair", "fptree", "nvtree", "wbtree", "wbtree-so", "rntree", "rntree-ds", "pftree",
-        "wort", "woart", "testlist"}},
+       false, &SplitSiblingEarly},
       {"pftree-split-runs",
        "PFtree leaf arrays that serve a run of key bytes: a full one splits into fuller leaf "
        "arrays by copying its parent (a Node48, then a Node256 past 48 runs) and publishing the "
        "copy in the grandparent; removing all keys of a run unlinks its leaf array",
-       {"pftree"}},
+       false, &SplitRuns},
       {"pftree-update-in-place",
        "PFtree overwrites an 8-byte value on an 8-byte boundary with one store; a new version "
        "of an 8-byte value is appended after padding that aligns it: repeated 8-byte updates "
        "of the same keys, read back between rounds",
-       {"pftree"}},
+       false, &UpdateInPlace},
       {"pftree-node-insert-in-place",
        "PFtree adds a child to a Node4/16 with room in place (key byte and child persisted "
        "beyond the count, then the count raised) and copies only a full one: keys that "
        "diverge one by one inside a long compressed prefix",
-       {"pftree"}},
+       false, &NodeInsertInPlace},
   };
   return *s;
 }
 
-bool ScenarioApplies(const Scenario& scenario, const std::string& index) {
-  return std::any_of(scenario.aims.begin(), scenario.aims.end(),
-                     [&](const std::string& a) { return a.empty() || a == index; });
+const Scenario* FindScenario(const std::string& name) {
+  for (const Scenario& s : Scenarios()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+bool ScenarioApplies(const Scenario& scenario, const IndexRegistration& registration) {
+  const std::vector<std::string>& named = registration.crash_scenarios;
+  return scenario.every_index ||
+         std::find(named.begin(), named.end(), scenario.name) != named.end();
 }
 
 bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t seed,
                  std::vector<Op>* ops) {
   ops->clear();
-  if (name == "create-crash") {
-    for (uint64_t k = 1; k <= 3; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 7), IV(k)));
-    ops->push_back(Make(OpKind::kScan, IK(0)));
-    return true;
-  }
-  if (name == "shift-delete-duplicate") {
-    // Fill one node with even keys, then insert odd keys at the front so every insert shifts
-    // the whole node; delete each right after, and look it up.
-    for (uint64_t k = 2; k <= 40; k += 2) ops->push_back(Make(OpKind::kInsert, IK(k), IV(k)));
-    for (uint64_t k = 1; k <= 13; k += 4) {
-      ops->push_back(Make(OpKind::kInsert, IK(k), IV(1000 + k)));
-      ops->push_back(Make(OpKind::kRemove, IK(k)));
-      ops->push_back(Make(OpKind::kLookup, IK(k)));
-      ops->push_back(Make(OpKind::kScan, IK(0)));
-    }
-    return true;
-  }
-  if (name == "count-vs-entries") {
-    for (uint64_t k = 1; k <= 24; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 3), IV(k)));
-    for (uint64_t k = 1; k <= 24; k += 3) {
-      ops->push_back(Make(OpKind::kRemove, IK(k * 3)));
-      ops->push_back(Make(OpKind::kScan, IK(0)));
-      ops->push_back(Make(OpKind::kUpsert, IK(k * 3 + 1), IV(500 + k)));
-    }
-    return true;
-  }
-  if (name == "header-child-two-stores") {
-    // Grow one radix node through every size (4, 16, 48, 256 children), then split a
-    // compressed path by keys that share a long prefix and diverge at different depths.
-    for (uint64_t b = 0; b < 60; ++b) ops->push_back(Make(OpKind::kInsert, IK((b * 4) << 8), IV(b)));
-    for (uint64_t d = 0; d < 6; ++d) {
-      const uint64_t k = 0x1122334455667788ull ^ (uint64_t{0x10} << (8 * d));
-      ops->push_back(Make(OpKind::kInsert, IK(k), IV(100 + d)));
-    }
-    if (traits.byte_keys) {
-      for (const char* k : {"prefix/aaaa/1", "prefix/aaaa/2", "prefix/aab", "prefix/b", "pre"})
-        ops->push_back(Make(OpKind::kInsert, std::string(k), IV(7)));
-    }
-    ops->push_back(Make(OpKind::kScan, IK(0)));
-    return true;
-  }
-  if (name == "split-sibling-early") {
-    // Sequential inserts force a split every node's worth; interleaved lookups and removes
-    // touch both halves of each split.
-    const uint64_t n = 400;
-    for (uint64_t k = 1; k <= n; ++k) {
-      ops->push_back(Make(OpKind::kInsert, IK(k), IV(k + seed)));
-      if (k % 37 == 0) ops->push_back(Make(OpKind::kRemove, IK(k / 2)));
-    }
-    ops->push_back(Make(OpKind::kScan, IK(0)));
-    return true;
-  }
-  if (name == "pftree-update-in-place") {
-    for (uint64_t k = 1; k <= 40; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 5), IV(k)));
-    for (uint64_t round = 1; round <= 4; ++round) {
-      for (uint64_t k = 1; k <= 40; k += 3) {
-        ops->push_back(Make(round % 2 ? OpKind::kUpdate : OpKind::kUpsert, IK(k * 5),
-                            IV(round * 1000 + k + seed)));
-        ops->push_back(Make(OpKind::kLookup, IK(k * 5)));
-      }
-    }
-    ops->push_back(Make(OpKind::kScan, IK(0)));
-    return true;
-  }
-  if (name == "pftree-node-insert-in-place") {
-    if (!traits.byte_keys) return false;
-    // Enough keys under one long prefix that their leaf array splits (a node with that
-    // prefix), then keys that leave the prefix at one byte, each with a new byte there: a
-    // Node4 from the prefix split, grown in place to 4, copied to a Node16, grown in place
-    // to 16, copied to a Node48.
-    const std::string pad(40, 'p');
-    for (uint64_t i = 0; i < 200; ++i)
-      ops->push_back(Make(OpKind::kInsert, "grow/prefix/" + std::to_string(1000 + i) + pad, IV(i)));
-    for (uint64_t c = 0; c < 24; ++c) {
-      const std::string k = "grow/" + std::string(1, static_cast<char>('A' + c)) + "x";
-      ops->push_back(Make(OpKind::kInsert, k, IV(500 + c + seed)));
-      ops->push_back(Make(OpKind::kLookup, k));
-    }
-    ops->push_back(Make(OpKind::kScan, std::string("grow/")));
-    return true;
-  }
-  if (name == "pftree-split-runs") {
-    // Keys below one first byte, spread uniformly over the second, with values long enough
-    // that about 80 fill a leaf array: the leaf array splits into runs of second bytes,
-    // its runs split again, past 48 of them the node becomes a Node256; then every key of
-    // the lowest runs is removed, and some come back.
-    auto key = [](uint64_t i) {
-      uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull;
-      x ^= x >> 29;
-      return IK((x >> 8) | (uint64_t{0x5A} << 56));
-    };
-    const size_t pad = traits.max_value_size > 8 ? std::min<size_t>(52, traits.max_value_size - 8) : 0;
-    const uint64_t n = 4000;
-    for (uint64_t i = 0; i < n; ++i)
-      ops->push_back(Make(OpKind::kInsert, key(i), IV(i + seed) + std::string(pad, 'r')));
-    for (uint64_t i = 0; i < n; ++i) {
-      const std::string k = key(i);
-      if (static_cast<uint8_t>(k[1]) < 0x30) ops->push_back(Make(OpKind::kRemove, k));
-    }
-    for (uint64_t i = 0; i < n; i += 7) {
-      const std::string k = key(i);
-      if (static_cast<uint8_t>(k[1]) < 0x30) ops->push_back(Make(OpKind::kInsert, k, IV(i)));
-    }
-    ops->push_back(Make(OpKind::kScan, IK(0)));
-    return true;
-  }
-  return false;
+  const Scenario* scenario = FindScenario(name);
+  return scenario != nullptr && scenario->build(traits, seed, ops);
 }
 
 }  // namespace pmindex::crashtest

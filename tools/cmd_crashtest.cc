@@ -55,13 +55,13 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-// Every persistent index of this build, test-only reference structures excluded.
+// Every persistent index of this build, test-only structures excluded.
 std::vector<std::string> AllPersistentIndexes() {
   std::vector<std::string> out;
   for (const std::string& name : RegisteredIndexNames()) {
     const IndexRegistration* reg = FindIndex(name);
     if (reg == nullptr || reg->attach == nullptr || !reg->traits.persistent) continue;
-    if (name.rfind("testlist", 0) == 0) continue;
+    if (reg->test_only) continue;
     out.push_back(name);
   }
   return out;
@@ -96,132 +96,154 @@ nlohmann::json ToJson(const crashtest::CampaignResult& r, const std::string& sce
   return j;
 }
 
-int RunCrashtest(const CrashtestArgs& a) {
-  std::vector<std::string> indexes =
-      a.index == "all" ? AllPersistentIndexes() : SplitList(a.index);
-  if (indexes.empty()) {
-    std::fprintf(stderr, "pmindex crashtest: no persistent index selected\n");
-    return kExitUsage;
-  }
+// Why the selected indexes cannot run, or "" if they can.
+std::string CheckIndexes(const std::vector<std::string>& indexes) {
+  if (indexes.empty()) return "no persistent index selected";
   for (const std::string& name : indexes) {
     const IndexRegistration* reg = FindIndex(name);
     if (reg == nullptr || reg->attach == nullptr) {
-      std::fprintf(stderr, "pmindex crashtest: '%s' is not a registered persistent index\n",
-                   name.c_str());
-      return kExitUsage;
+      return "'" + name + "' is not a registered persistent index";
     }
   }
-  if (!a.mutant.empty() && !pm::kMutantsCompiled) {
-    std::fprintf(stderr,
-                 "pmindex crashtest: --mutant %s: this build has no mutants (configure with "
-                 "-DPMINDEX_MUTANTS=ON)\n",
-                 a.mutant.c_str());
-    return kExitUsage;
+  return {};
+}
+
+// Why --mutant cannot be used, or "" if it can (or is not given).
+std::string CheckMutant(const std::string& mutant) {
+  if (mutant.empty()) return {};
+  if (!pm::kMutantsCompiled) {
+    return "--mutant " + mutant + ": this build has no mutants (configure with " +
+           "-DPMINDEX_MUTANTS=ON)";
   }
-  if (a.ops == 0) {
-    std::fprintf(stderr, "pmindex crashtest: --ops must be positive\n");
-    return kExitUsage;
-  }
-  if (a.cycles == 0 && (a.model == "kill" || a.model == "both")) {
-    std::fprintf(stderr, "pmindex crashtest: --cycles must be positive\n");
-    return kExitUsage;
-  }
-  if (!a.mutant.empty() && !pm::is_known_mutant(a.mutant)) {
-    std::string names;
-    for (const std::string& m : pm::known_mutants()) names += " " + m;
-    std::fprintf(stderr, "pmindex crashtest: unknown mutant '%s'; known:%s\n", a.mutant.c_str(),
-                 names.c_str());
-    return kExitUsage;
-  }
+  if (FindMutant(mutant) != nullptr) return {};
+  std::string names;
+  for (const MutantInfo& m : RegisteredMutants()) names += " " + m.name;
+  return "unknown mutant '" + mutant + "'; known:" + names;
+}
+
+// Why the numeric and model options are unusable, or "" if they are; sets *points.
+std::string CheckRunOptions(const CrashtestArgs& a, uint64_t* points) {
+  if (a.ops == 0) return "--ops must be positive";
+  if (a.cycles == 0 && (a.model == "kill" || a.model == "both")) return "--cycles must be positive";
   if (a.model != "adr" && a.model != "kill" && a.model != "both") {
-    std::fprintf(stderr, "pmindex crashtest: --model must be adr, kill or both\n");
-    return kExitUsage;
+    return "--model must be adr, kill or both";
   }
-  uint64_t points = 0;
+  *points = 0;
   if (a.points != "all") {
     char* end = nullptr;
-    points = std::strtoull(a.points.c_str(), &end, 10);
-    if (end == a.points.c_str() || *end != '\0' || points == 0) {
-      std::fprintf(stderr, "pmindex crashtest: --points must be 'all' or a positive number\n");
-      return kExitUsage;
+    *points = std::strtoull(a.points.c_str(), &end, 10);
+    if (end == a.points.c_str() || *end != '\0' || *points == 0) {
+      return "--points must be 'all' or a positive number";
     }
   }
-  std::vector<std::string> scenarios;
-  if (a.scenario == "all") {
-    for (const auto& s : crashtest::Scenarios()) scenarios.push_back(s.name);
-  } else if (!a.scenario.empty()) {
-    scenarios = SplitList(a.scenario);
-    for (const std::string& s : scenarios) {
-      bool known = false;
-      for (const auto& sc : crashtest::Scenarios()) known |= sc.name == s;
-      if (!known) {
-        std::fprintf(stderr, "pmindex crashtest: unknown scenario '%s'\n", s.c_str());
-        return kExitUsage;
-      }
+  return {};
+}
+
+// The scenarios to run ("" = the random workload), or why not.
+std::string SelectScenarios(const std::string& arg, std::vector<std::string>* scenarios) {
+  if (arg == "all") {
+    for (const auto& s : crashtest::Scenarios()) scenarios->push_back(s.name);
+  } else if (!arg.empty()) {
+    *scenarios = SplitList(arg);
+    for (const std::string& s : *scenarios) {
+      if (crashtest::FindScenario(s) == nullptr) return "unknown scenario '" + s + "'";
     }
   } else {
-    scenarios.push_back("");  // the random workload
+    scenarios->push_back("");
   }
+  return {};
+}
 
+crashtest::CampaignOptions CampaignOptionsFor(const CrashtestArgs& a, const std::string& index,
+                                              const std::string& scenario, uint64_t points) {
+  crashtest::CampaignOptions o;
+  o.index = index;
+  o.ops = a.ops;
+  o.seed = a.seed;
+  o.mutant = a.mutant;
+  o.scenario = scenario;
+  o.points = points;
+  o.images = a.images;
+  o.torn = a.torn;
+  o.poison_freed = !a.no_poison;
+  o.cycles = a.cycles;
+  o.threads = a.threads;
+  o.only_point = a.replay_point;
+  o.only_image = a.replay_image;
+  o.pool_size = a.pool_size;
+  o.dir = a.dir;
+  o.continuation_every = a.continuation_every;
+  o.recovery_crash_every = a.recovery_crash_every;
+  o.max_failures = a.max_failures;
+  o.fork = !a.no_fork;
+  o.log = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  return o;
+}
+
+// Runs the campaign models of one index and scenario, prints and collects the results;
+// true if anything failed.
+bool RunOne(const CrashtestArgs& a, const crashtest::CampaignOptions& o, nlohmann::json* all) {
+  std::vector<crashtest::CampaignResult> results;
+  if (a.model == "adr" || a.model == "both") results.push_back(RunAdrCampaign(o));
+  if ((a.model == "kill" || a.model == "both") && o.scenario.empty() && a.replay_point == 0)
+    results.push_back(RunKillCampaign(o));
+  bool failed = false;
+  for (const auto& r : results) {
+    std::printf("%s\n", crashtest::FormatResult(r).c_str());
+    std::fflush(stdout);
+    failed |= !r.passed();
+    if ((a.replay_point != 0 || !a.replay_image.empty()) && r.images == 0) {
+      std::fprintf(stderr,
+                   "pmindex crashtest: replay of point %llu image '%s' checked nothing: no "
+                   "such crash point or image in this run\n",
+                   static_cast<unsigned long long>(a.replay_point), a.replay_image.c_str());
+      failed = true;
+    }
+    all->push_back(ToJson(r, o.scenario));
+  }
+  return failed;
+}
+
+// Every selected index with every selected scenario it takes part in; true if any failed.
+bool RunAll(const CrashtestArgs& a, const std::vector<std::string>& indexes,
+            const std::vector<std::string>& scenarios, uint64_t points, nlohmann::json* all) {
+  bool failed = false;
+  for (const std::string& name : indexes) {
+    for (const std::string& scenario : scenarios) {
+      if (!scenario.empty()) {
+        const crashtest::Scenario* sc = crashtest::FindScenario(scenario);
+        if (a.scenario == "all" && !crashtest::ScenarioApplies(*sc, *FindIndex(name))) continue;
+        std::printf("scenario %s on %s: echoes %s\n", scenario.c_str(), name.c_str(),
+                    sc->echoes.c_str());
+      }
+      failed |= RunOne(a, CampaignOptionsFor(a, name, scenario, points), all);
+    }
+  }
+  return failed;
+}
+
+int RunCrashtest(const CrashtestArgs& a) {
+  const std::vector<std::string> indexes =
+      a.index == "all" ? AllPersistentIndexes() : SplitList(a.index);
+  uint64_t points = 0;
+  std::vector<std::string> scenarios;
+  std::string error = CheckIndexes(indexes);
+  if (error.empty()) error = CheckMutant(a.mutant);
+  if (error.empty()) error = CheckRunOptions(a, &points);
+  if (error.empty()) error = SelectScenarios(a.scenario, &scenarios);
+  if (!error.empty()) {
+    std::fprintf(stderr, "pmindex crashtest: %s\n", error.c_str());
+    return kExitUsage;
+  }
   std::printf("pmindex crashtest: seed %llu, model %s, %s ops, points %s, images %zu%s\n",
               static_cast<unsigned long long>(a.seed), a.model.c_str(),
               std::to_string(a.ops).c_str(), a.points.c_str(), a.images, a.torn ? ", torn" : "");
   std::fflush(stdout);
   nlohmann::json all = nlohmann::json::array();
-  bool failed = false;
-  for (const std::string& name : indexes) {
-    for (const std::string& scenario : scenarios) {
-      if (!scenario.empty()) {
-        const crashtest::Scenario* sc = nullptr;
-        for (const auto& s : crashtest::Scenarios())
-          if (s.name == scenario) sc = &s;
-        if (a.scenario == "all" && !crashtest::ScenarioApplies(*sc, name)) continue;
-        std::printf("scenario %s on %s: echoes %s\n", scenario.c_str(), name.c_str(),
-                    sc->echoes.c_str());
-      }
-      crashtest::CampaignOptions o;
-      o.index = name;
-      o.ops = a.ops;
-      o.seed = a.seed;
-      o.mutant = a.mutant;
-      o.scenario = scenario;
-      o.points = points;
-      o.images = a.images;
-      o.torn = a.torn;
-      o.poison_freed = !a.no_poison;
-      o.cycles = a.cycles;
-      o.threads = a.threads;
-      o.only_point = a.replay_point;
-      o.only_image = a.replay_image;
-      o.pool_size = a.pool_size;
-      o.dir = a.dir;
-      o.continuation_every = a.continuation_every;
-      o.recovery_crash_every = a.recovery_crash_every;
-      o.max_failures = a.max_failures;
-      o.fork = !a.no_fork;
-      o.log = [](const std::string& line) {
-        std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
-      };
-      std::vector<crashtest::CampaignResult> results;
-      if (a.model == "adr" || a.model == "both") results.push_back(RunAdrCampaign(o));
-      if ((a.model == "kill" || a.model == "both") && scenario.empty() && a.replay_point == 0)
-        results.push_back(RunKillCampaign(o));
-      for (const auto& r : results) {
-        std::printf("%s\n", crashtest::FormatResult(r).c_str());
-        std::fflush(stdout);
-        failed |= !r.passed();
-        if ((a.replay_point != 0 || !a.replay_image.empty()) && r.images == 0) {
-          std::fprintf(stderr,
-                       "pmindex crashtest: replay of point %llu image '%s' checked nothing: no "
-                       "such crash point or image in this run\n",
-                       static_cast<unsigned long long>(a.replay_point), a.replay_image.c_str());
-          failed = true;
-        }
-        all.push_back(ToJson(r, scenario));
-      }
-    }
-  }
+  const bool failed = RunAll(a, indexes, scenarios, points, &all);
   if (!a.json.empty()) {
     std::ofstream out(a.json);
     out << nlohmann::json{{"seed", a.seed}, {"results", all}}.dump(2) << "\n";

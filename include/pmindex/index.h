@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "pmindex/block_visitor.h"
+#include "pmindex/function_ref.h"
 #include "pmindex/options.h"
 #include "pmindex/pool.h"
 #include "pmindex/stats.h"
@@ -69,36 +71,8 @@ class IntValue {
   char bytes_[8];
 };
 
-// A non-owning reference to a callable (no allocation, unlike std::function).
-template <typename Fn>
-class FunctionRef;
-template <typename R, typename... Args>
-class FunctionRef<R(Args...)> {
- public:
-  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
-  FunctionRef(F&& f)  // NOLINT: implicit by design
-      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
-        call_([](void* o, Args... a) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
-        }) {}
-  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
-
- private:
-  void* obj_;
-  R (*call_)(void*, Args...);
-};
-
 // Called once per pair by scan, in key order; return false to stop early.
 using ScanCallback = FunctionRef<bool(std::string_view key, std::string_view value)>;
-
-// Receives every persistent block reachable from an index's root (by pool offset), so the
-// allocator can rebuild its free state after a crash. Returns Corruption for a block
-// reached twice or outside an allocated chunk; the index must stop and return that Status.
-class BlockVisitor {
- public:
-  virtual ~BlockVisitor() = default;
-  virtual Status visit(uint64_t offset) = 0;
-};
 
 // What an index is and what it accepts.
 struct IndexTraits {
@@ -161,7 +135,19 @@ class Index {
   virtual Status close() { return Status::OK(); }
 };
 
-// How the registry makes an index of one name.
+// A test-only crash bug compiled into an index (src/pm/mutant.h, PMINDEX_MUTANTS builds only):
+// the index's code skips or reorders one persist when the mutant is selected, and the crash
+// campaign must catch it (tests/crash/campaign_test.cc runs every registered mutant).
+struct MutantInfo {
+  std::string name;      // "<index>.<what is broken>", as the index's code asks pm::mutant
+  std::string breaks;    // one line: which persist is skipped or reordered
+  // The crash scenario (crashtest/scenarios.h) that reaches the bug, where the campaign's
+  // random workload does not; empty: the random workload.
+  std::string scenario;
+};
+
+// How the registry makes an index of one name, and everything else the program needs to
+// know of it: an index describes itself here, and nothing central lists it.
 struct IndexRegistration {
   IndexTraits traits;
   // Pool-backed indexes: build the index on a pool. fresh = the pool was just created (its
@@ -175,12 +161,22 @@ struct IndexRegistration {
       make;
   // Index parameters recorded in a new pool's header (at most kIndexParamsSize bytes).
   std::string params;
+  // The index's mutation points (names start with traits.name and a dot).
+  std::vector<MutantInfo> mutants;
+  // The crash campaign's named scenarios (crashtest/scenarios.h) this index takes part in,
+  // beside those every persistent index takes. The workbench's workloads follow from the
+  // traits (scans need `ordered`, string keys `byte_keys`, values `max_value_size`).
+  std::vector<std::string> crash_scenarios;
+  // Test-only structures (tests/): in the registry of the programs that link them, left out
+  // of `pmindex crashtest --index all` and the workbench's default index list.
+  bool test_only = false;
 };
 
 // Adds an index to the registry, for indexes defined outside the library (tests, baselines);
 // the library's own indexes are registered by the registry itself on first use. Returns
-// false, and changes nothing, if the name is taken. May be called from a static initializer
-// (PMINDEX_REGISTER_INDEX).
+// false, and changes nothing, if the name is taken, a pool-backed index has kind kNone or the
+// kind of another registered index, or a mutant's name does not start with "<name>.". May be
+// called from a static initializer (PMINDEX_REGISTER_INDEX).
 bool RegisterIndex(IndexRegistration registration);
 
 // Every registered name, persistent indexes first, in registration order within each group.
@@ -189,6 +185,14 @@ std::vector<std::string> RegisteredIndexNames();
 const IndexRegistration* FindIndex(std::string_view name);
 // The registration for a pool kind; nullptr if none.
 const IndexRegistration* FindIndex(IndexKind kind);
+
+// The name of the index registered for a pool kind; "" if none is (a kind of an index this
+// build lacks, or of a test-only structure this program does not link).
+std::string IndexKindName(IndexKind kind);
+// Every registered index's mutants, in registration order.
+std::vector<MutantInfo> RegisteredMutants();
+// The mutant of that name; nullptr if no registered index has it.
+const MutantInfo* FindMutant(std::string_view name);
 
 // Creates a new index `name`. Pool-backed: a new pool file at `path` (InvalidArgument if it
 // exists; errors of Pool::Create). Pool-less: `path` is handed to the index. NotFound for an

@@ -33,34 +33,17 @@ class Allocator;
 class PersistContext;
 }
 
-// The index kind stored in a pool header. Values are part of the on-media format:
-// never reuse or renumber a value; retire it instead. Retired: 1-4 (test kinds before they
-// moved to the reserved range). Values >= kFirstTestIndexKind (0xF0000000) are reserved for
-// tests, never used by shipped indexes; pools accept them like any other kind
-// (tests/common/test_kinds.h names the ones the tests use).
-enum class IndexKind : uint32_t {
-  kNone = 0,        // "any kind" when opening
-  kNVTree = 10,
-  kWBTree = 11,
-  kWBTreeSO = 12,
-  kFPTree = 13,
-  kRNTree = 14,
-  kRNTreeDS = 15,
-  kWORT = 20,
-  kWOART = 21,
-  kPFTree = 22,
-  kCCEH = 30,
-  kLevelHash = 31,
-  kPCLHT = 32,
-  kFastFair = 40,
-};
+// The index kind stored in a pool header: a number that names the index a pool holds. Each
+// index states its own number in its registration (IndexTraits::kind); doc/format.md lists
+// every number ever assigned. Numbers are part of the on-media format: never reuse or
+// renumber one; retire it instead. kNone (0) means "any kind" when opening. Numbers >=
+// kFirstTestIndexKind (0xF0000000) are reserved for tests, never used by shipped indexes;
+// pools accept them like any other. The registry refuses two indexes with one number.
+// Make one with IndexKind{number}.
+enum class IndexKind : uint32_t { kNone = 0 };
 
 // First value of the IndexKind range reserved for tests (see IndexKind).
 inline constexpr uint32_t kFirstTestIndexKind = 0xF0000000;
-
-// "rntree", "wort", ... for a kind ("test" for the reserved test range, "unknown" for a
-// value this build does not know).
-const char* IndexKindName(IndexKind kind);
 
 // Size of the pool header's index parameter area and of its root area.
 inline constexpr size_t kIndexParamsSize = 128;

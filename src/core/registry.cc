@@ -2,13 +2,15 @@
 // shares (map, bump generation, attach, recover, rebuild the allocator).
 #include <sys/stat.h>
 
-#include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 
 #include "core/checked_index.h"
 #include "core/builtin_indexes.h"
 #include "pm/alloc.h"
+#include "pm/kind_label.h"
 #include "pmindex/index.h"
 
 namespace pmindex {
@@ -19,14 +21,36 @@ struct Registry {
   std::deque<IndexRegistration> entries;  // deque: pointers stay valid
 };
 
-// Adds `registration` unless its name is taken (the first one wins). Caller holds r.mu.
-bool AddLocked(Registry& r, IndexRegistration registration) {
-  for (const IndexRegistration& e : r.entries) {
-    if (e.traits.name == registration.traits.name) return false;
+// Why `registration` cannot join the entries, or "" if it can: names and pool kinds are
+// unique (the first one wins), a pool-backed index has a kind, mutants carry its name.
+std::string Refusal(const std::deque<IndexRegistration>& entries,
+                    const IndexRegistration& registration) {
+  const IndexTraits& t = registration.traits;
+  if (t.name.empty()) return "an index without a name";
+  const bool pooled = registration.attach != nullptr;
+  if (pooled && t.kind == IndexKind::kNone) return "'" + t.name + "' has no pool kind";
+  for (const IndexRegistration& e : entries) {
+    if (e.traits.name == t.name) return "the name '" + t.name + "' is taken";
+    if (pooled && e.attach != nullptr && e.traits.kind == t.kind) {
+      return "'" + t.name + "' has the pool kind of '" + e.traits.name + "'";
+    }
   }
+  for (const MutantInfo& m : registration.mutants) {
+    if (m.name.rfind(t.name + ".", 0) != 0) {
+      return "mutant '" + m.name + "' of '" + t.name + "' does not start with its name";
+    }
+  }
+  return {};
+}
+
+// Adds `registration` unless Refusal finds a reason. Caller holds r.mu.
+bool AddLocked(Registry& r, IndexRegistration registration) {
+  if (!Refusal(r.entries, registration).empty()) return false;
   r.entries.push_back(std::move(registration));
   return true;
 }
+
+std::string NameOfKind(uint32_t kind) { return IndexKindName(static_cast<IndexKind>(kind)); }
 
 // The registry, with the built-in indexes registered on first use (also when the first use
 // is a test's RegisterIndex from a static initializer, so built-ins always come first).
@@ -36,9 +60,14 @@ Registry& registry() {
   std::call_once(builtins_registered, [] {
     std::lock_guard<std::mutex> lock(r->mu);
     for (IndexRegistration& e : BuiltinIndexes()) {
-      [[maybe_unused]] const bool added = AddLocked(*r, std::move(e));
-      assert(added && "two built-in indexes share a name");
+      // A built-in that cannot join is a programming error the first test run shows.
+      if (const std::string why = Refusal(r->entries, e); !why.empty()) {
+        std::fprintf(stderr, "pmindex: built-in index refused: %s\n", why.c_str());
+        std::abort();
+      }
+      AddLocked(*r, std::move(e));
     }
+    pm::SetKindNamer(&NameOfKind);
   });
   return *r;
 }
@@ -86,6 +115,32 @@ const IndexRegistration* FindIndex(IndexKind kind) {
   std::lock_guard<std::mutex> lock(r.mu);
   for (const IndexRegistration& e : r.entries) {
     if (e.traits.kind == kind && e.attach != nullptr) return &e;
+  }
+  return nullptr;
+}
+
+std::string IndexKindName(IndexKind kind) {
+  const IndexRegistration* reg = FindIndex(kind);
+  return reg != nullptr ? reg->traits.name : std::string();
+}
+
+std::vector<MutantInfo> RegisteredMutants() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<MutantInfo> all;
+  for (const IndexRegistration& e : r.entries) {
+    all.insert(all.end(), e.mutants.begin(), e.mutants.end());
+  }
+  return all;
+}
+
+const MutantInfo* FindMutant(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const IndexRegistration& e : r.entries) {
+    for (const MutantInfo& m : e.mutants) {
+      if (m.name == name) return &m;
+    }
   }
   return nullptr;
 }
@@ -143,8 +198,7 @@ Result<std::unique_ptr<Index>> OpenAndRecover(const std::string& path, IndexKind
   if (reg == nullptr) {
     return Status::NotSupported(path + ": pool holds index kind " +
                                 std::to_string(static_cast<uint32_t>(pool.value()->kind())) +
-                                " ('" + IndexKindName(pool.value()->kind()) +
-                                "'), which this build does not include");
+                                ", which this build does not include");
   }
   Result<std::unique_ptr<Index>> index = reg->attach(std::move(pool).value(), /*fresh=*/false);
   if (!index.ok()) return index.status();

@@ -45,7 +45,8 @@
 
 #include "pm/epoch.h"
 #include "pm/thread_registry.h"
-#include "pmindex/index.h"
+#include "pmindex/block_visitor.h"
+#include "pmindex/function_ref.h"
 #include "pmindex/status.h"
 
 namespace pmindex::pm {

@@ -1,7 +1,7 @@
 // Test-only mutants: deliberate crash bugs, switched on by name, that prove the crash
 // campaign can fail. Index code marks a mutation point with
 //
-//   if (!pm::mutant("rntree.skip_slot_persist")) pc.persist(slot, 64);
+//   if (!pm::mutant("<index>.skip_entry_persist")) pc.persist(entry, 64);
 //
 // Mutants exist only in builds configured with PMINDEX_MUTANTS=ON (test builds; the macro
 // PMINDEX_MUTANTS is then defined). Otherwise pm::mutant() is a constant false, the branches
@@ -11,13 +11,14 @@
 // In a mutant build a test (or `PMINDEX_MUTANT=<name>` in the environment, read at start-up)
 // selects at most one mutant per process; with none selected the check is one predictable
 // branch. Mutant names are "<index>.<what is broken>"; each index lists its mutants in its
-// doc (doc/btree.md, doc/radix.md, doc/pftree.md) and doc/crashtest.md.
+// registration (IndexRegistration::mutants, pmindex/index.h), which is how a misspelt name is
+// refused and how tests/crash/campaign_test.cc finds every one to prove it caught. Here they
+// are only strings: the substrate knows no index.
 #ifndef PMINDEX_PM_MUTANT_H_
 #define PMINDEX_PM_MUTANT_H_
 
 #include <cstring>
 #include <string>
-#include <vector>
 
 namespace pmindex::pm {
 
@@ -46,10 +47,6 @@ constexpr bool mutant(const char*) { return false; }
 bool set_mutant(const char* name);
 // The selected mutant, "" if none.
 const char* selected_mutant();
-// Every mutation point's name (a new point adds its name here), so a misspelt mutant is
-// refused instead of silently testing nothing.
-const std::vector<std::string>& known_mutants();
-bool is_known_mutant(const std::string& name);
 
 }  // namespace pmindex::pm
 

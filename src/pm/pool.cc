@@ -10,6 +10,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "pm/alloc.h"
 #include "pm/crc32c.h"
 #include "pm/persist.h"
+#include "pm/kind_label.h"
 #include "pm/pool_format.h"
 
 namespace pmindex {
@@ -34,27 +36,6 @@ std::string Errno(int e) { return std::strerror(e); }
 Status PoolError(Status (*make)(std::string_view), const std::string& path,
                  const std::string& reason) {
   return make(path + ": " + reason);
-}
-
-const char* KindName(uint32_t kind) {
-  if (kind >= kFirstTestIndexKind) return "test";
-  switch (static_cast<IndexKind>(kind)) {
-    case IndexKind::kNone: return "none";
-    case IndexKind::kNVTree: return "nvtree";
-    case IndexKind::kWBTree: return "wbtree";
-    case IndexKind::kWBTreeSO: return "wbtree-so";
-    case IndexKind::kFPTree: return "fptree";
-    case IndexKind::kRNTree: return "rntree";
-    case IndexKind::kRNTreeDS: return "rntree-ds";
-    case IndexKind::kWORT: return "wort";
-    case IndexKind::kWOART: return "woart";
-    case IndexKind::kPFTree: return "pftree";
-    case IndexKind::kCCEH: return "cceh";
-    case IndexKind::kLevelHash: return "levelhash";
-    case IndexKind::kPCLHT: return "pclht";
-    case IndexKind::kFastFair: return "fastfair";
-  }
-  return "unknown";
 }
 
 uint32_t HeaderCrc(const PoolHeader& h) { return pm::crc32c(&h, pm::kHeaderCrcCovered); }
@@ -119,8 +100,8 @@ Status ReadHeader(int fd, const std::string& path, IndexKind kind, PoolHeader* h
   }
   if (kind != IndexKind::kNone && h->kind != static_cast<uint32_t>(kind)) {
     return PoolError(Status::InvalidArgument, path,
-                     std::string("pool holds index kind '") + KindName(h->kind) + "', not '" +
-                         KindName(static_cast<uint32_t>(kind)) + "'");
+                     "pool holds index kind " + pm::KindLabel(h->kind) + ", not " +
+                         pm::KindLabel(static_cast<uint32_t>(kind)));
   }
   return Status::OK();
 }
@@ -641,6 +622,20 @@ Result<PoolInfo> Pool::ReadInfo(const std::string& path) {
   return info;
 }
 
-const char* IndexKindName(IndexKind kind) { return KindName(static_cast<uint32_t>(kind)); }
+namespace pm {
+namespace {
+std::atomic<KindNamer> g_kind_namer{nullptr};
+}  // namespace
+
+void SetKindNamer(KindNamer namer) { g_kind_namer.store(namer, std::memory_order_release); }
+
+std::string KindLabel(uint32_t kind) {
+  std::string label = std::to_string(kind);
+  const KindNamer namer = g_kind_namer.load(std::memory_order_acquire);
+  const std::string name = namer != nullptr ? namer(kind) : std::string();
+  if (!name.empty()) label += " ('" + name + "')";
+  return label;
+}
+}  // namespace pm
 
 }  // namespace pmindex

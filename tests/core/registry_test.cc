@@ -65,6 +65,7 @@ IndexRegistration Registration() {
   IndexRegistration r;
   r.traits.name = "test-blockholder";
   r.traits.kind = kTestRegistryKind;
+  r.test_only = true;
   r.attach = [](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
     auto index = std::make_unique<BlockHolder>(std::move(pool));
     if (fresh || index->block_slot() == 0) {
@@ -99,14 +100,63 @@ TEST(Registry, BuiltinIndexesAreRegisteredOnFirstUse) {
   for (const char* name : {"nvtree", "wbtree", "fptree", "rntree", "wort", "woart", "pftree", "art"}) {
     EXPECT_NE(FindIndex(name), nullptr) << name;
   }
-  EXPECT_NE(FindIndex(IndexKind::kRNTree), nullptr);
+  const IndexKind rntree_kind = FindIndex("rntree")->traits.kind;
+  EXPECT_NE(rntree_kind, IndexKind::kNone);
+  EXPECT_EQ(FindIndex(rntree_kind), FindIndex("rntree"));
+  EXPECT_EQ(IndexKindName(rntree_kind), "rntree");
   const auto names = RegisteredIndexNames();
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(names.front(), "nvtree");
   IndexRegistration impostor = Registration();
   impostor.traits.name = "rntree";
   EXPECT_FALSE(RegisterIndex(impostor));
-  EXPECT_EQ(FindIndex("rntree")->traits.kind, IndexKind::kRNTree);  // the first one wins
+  EXPECT_EQ(FindIndex("rntree")->traits.kind, rntree_kind);  // the first one wins
+}
+
+// Kind numbers are on-media: the registry refuses a second index with a kind already taken,
+// a pool-backed index without one, and a mutant that does not carry its index's name.
+TEST(Registry, KindsAreUniqueAndMutantsCarryTheirIndexName) {
+  IndexRegistration same_kind = Registration();
+  same_kind.traits.name = "test-same-kind";
+  EXPECT_FALSE(RegisterIndex(same_kind));
+  IndexRegistration no_kind = Registration();
+  no_kind.traits.name = "test-no-kind";
+  no_kind.traits.kind = IndexKind::kNone;
+  EXPECT_FALSE(RegisterIndex(no_kind));
+  IndexRegistration bad_mutant = Registration();
+  bad_mutant.traits.name = "test-bad-mutant";
+  bad_mutant.traits.kind = IndexKind{kFirstTestIndexKind + 0xFFF0};
+  bad_mutant.mutants = {{"rntree.not_mine", "a mutant named after another index", ""}};
+  EXPECT_FALSE(RegisterIndex(bad_mutant));
+  EXPECT_EQ(FindIndex("test-same-kind"), nullptr);
+  EXPECT_EQ(FindIndex("test-no-kind"), nullptr);
+  EXPECT_EQ(FindIndex("test-bad-mutant"), nullptr);
+
+  std::map<uint32_t, std::string> kinds;
+  for (const std::string& name : RegisteredIndexNames()) {
+    const IndexRegistration* reg = FindIndex(name);
+    if (reg->attach == nullptr) continue;
+    const uint32_t kind = static_cast<uint32_t>(reg->traits.kind);
+    EXPECT_TRUE(kinds.emplace(kind, name).second) << name << " shares kind " << kind;
+    EXPECT_EQ(reg->test_only, kind >= kFirstTestIndexKind) << name;
+    EXPECT_EQ(IndexKindName(reg->traits.kind), name);
+  }
+  EXPECT_EQ(IndexKindName(IndexKind{kFirstTestIndexKind + 0xFFF1}), "");
+}
+
+// Each index lists its own mutants; the registry finds them by name.
+TEST(Registry, MutantsComeFromTheRegistrations) {
+  const std::vector<MutantInfo> mutants = RegisteredMutants();
+  EXPECT_GE(mutants.size(), 20u);
+  for (const MutantInfo& m : mutants) {
+    EXPECT_EQ(FindMutant(m.name), FindMutant(m.name));
+    ASSERT_NE(FindMutant(m.name), nullptr) << m.name;
+    EXPECT_FALSE(m.breaks.empty()) << m.name;
+    const IndexRegistration* owner = FindIndex(m.name.substr(0, m.name.find('.')));
+    ASSERT_NE(owner, nullptr) << m.name;
+  }
+  EXPECT_NE(FindMutant("rntree.skip_kv_persist"), nullptr);
+  EXPECT_EQ(FindMutant("rntree.no_such_mutant"), nullptr);
 }
 
 TEST(Registry, UnknownNameIsNotFound) {
@@ -156,7 +206,13 @@ TEST(Registry, OpenWithTheWrongNameIsRefused) {
   auto r = OpenIndex(path, o, "test-other");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
-  EXPECT_NE(r.status().message().find("pool holds index kind 'test'"), std::string::npos) << r.status().ToString();
+  // src/pm knows kinds as numbers; the registry lends it the names.
+  const std::string holds = "pool holds index kind " +
+                            std::to_string(static_cast<uint32_t>(kTestRegistryKind)) +
+                            " ('test-blockholder'), not " +
+                            std::to_string(static_cast<uint32_t>(kTestArrayMapKind)) +
+                            " ('test-other')";
+  EXPECT_NE(r.status().message().find(holds), std::string::npos) << r.status().ToString();
   EXPECT_TRUE(OpenIndex(path, o, "test-blockholder").ok());
 }
 

@@ -185,7 +185,7 @@ void Damage(const std::string& name, const std::string& path) {
   } else if (name == "bad_checksum") {
     h->pool_size ^= 1ull << 40;
   } else if (name == "other_kind") {
-    h->kind = static_cast<uint32_t>(IndexKind::kWORT);
+    h->kind = 20;  // an index kind other than the test kind the pool was made with
     h->header_crc = pm::crc32c(h, pm::kHeaderCrcCovered);
   }
   WriteAll(path, bytes);

@@ -44,6 +44,14 @@ IndexRegistration MakeRegistration(bool broken) {
   r.attach = [broken](std::unique_ptr<Pool> pool, bool fresh) -> Result<std::unique_ptr<Index>> {
     return std::unique_ptr<Index>(new TestList(std::move(pool), broken));
   };
+  r.test_only = true;
+  if (!broken) {
+    r.mutants = {{"testlist.skip_node_persist",
+                  "the node is not persisted before the link that makes it reachable", ""},
+                 {"testlist.skip_link_persist",
+                  "the link store is not persisted (an acknowledged insert can vanish)", ""}};
+    r.crash_scenarios = {"shift-delete-duplicate", "count-vs-entries", "split-sibling-early"};
+  }
   return r;
 }
 

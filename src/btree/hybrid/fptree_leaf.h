@@ -68,7 +68,12 @@ static_assert(offsetof(FPTreeLeaf, fp) == 128 && offsetof(FPTreeLeaf, kv) == 192
 struct FPTreeLayout {
   using Leaf = FPTreeLeaf;
   static constexpr const char* kName = "fptree";
-  static constexpr IndexKind kKind = IndexKind::kFPTree;
+  static constexpr IndexKind kKind = IndexKind{13};  // never reuse or renumber (doc/format.md)
+  // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
+  static std::vector<MutantInfo> Mutants() {
+    return {{"fptree.bitmap_before_kv",
+             "the bitmap bit is set and persisted before KV and fingerprint", ""}};
+  }
   static constexpr const char* kDescription =
       "FPTree leaves (bitmap + 1-byte fingerprints, unsorted) under DRAM inner nodes";
   static constexpr const char* kConcurrency =

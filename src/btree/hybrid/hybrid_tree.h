@@ -735,6 +735,10 @@ IndexRegistration MakeRegistration() {
   };
   r.params = std::string("leaf_bytes=") + std::to_string(sizeof(typename Layout::Leaf)) +
              ",capacity=" + std::to_string(Layout::kCapacity);
+  r.mutants = Layout::Mutants();
+  // The leaf bugs every B+tree design was found with: shifts, counts or bitmaps beside their
+  // entries, splits that publish a sibling early.
+  r.crash_scenarios = {"shift-delete-duplicate", "count-vs-entries", "split-sibling-early"};
   return r;
 }
 

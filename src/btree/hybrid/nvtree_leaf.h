@@ -73,7 +73,11 @@ static_assert(offsetof(NVTreeLeaf, tombstones) == 88 && offsetof(NVTreeLeaf, ent
 struct NVTreeLayout {
   using Leaf = NVTreeLeaf;
   static constexpr const char* kName = "nvtree";
-  static constexpr IndexKind kKind = IndexKind::kNVTree;
+  static constexpr IndexKind kKind = IndexKind{10};  // never reuse or renumber (doc/format.md)
+  // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
+  static std::vector<MutantInfo> Mutants() {
+    return {{"nvtree.skip_entry_persist", "the appended entry is not flushed before `count` covers it", ""}};
+  }
   static constexpr const char* kDescription =
       "NV-Tree leaves (append-only log + 8-byte count) under DRAM inner nodes";
   static constexpr const char* kConcurrency = "";

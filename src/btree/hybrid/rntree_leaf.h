@@ -110,7 +110,16 @@ template <bool kDual>
 struct RNTreeLayout {
   using Leaf = RNTreeLeaf;
   static constexpr const char* kName = kDual ? "rntree-ds" : "rntree";
-  static constexpr IndexKind kKind = kDual ? IndexKind::kRNTreeDS : IndexKind::kRNTree;
+  static constexpr IndexKind kKind = kDual ? IndexKind{15} : IndexKind{14};  // never reuse (doc/format.md)
+  // Test-only crash bugs (pm/mutant.h) at this layout's mutation points; both variants run
+  // them, the registry lists them under "rntree".
+  static std::vector<MutantInfo> Mutants() {
+    if (kDual) return {};
+    return {{"rntree.skip_kv_persist",
+             "the log entry is not persisted before the slot line names it", ""},
+            {"rntree.single_slot_line",
+             "the slot line is rewritten in place (a torn line loses the state)", ""}};
+  }
   static constexpr const char* kDescription =
       kDual ? "RNTree leaves with the dual (transient) slot array for readers"
             : "RNTree leaves (append log + checksummed cache-line slot array, 2 fences/op)";

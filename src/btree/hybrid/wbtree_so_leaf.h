@@ -59,7 +59,12 @@ static_assert(offsetof(WBTreeSOLeaf, kv) == 48);
 struct WBTreeSOLayout {
   using Leaf = WBTreeSOLeaf;
   static constexpr const char* kName = "wbtree-so";
-  static constexpr IndexKind kKind = IndexKind::kWBTreeSO;
+  static constexpr IndexKind kKind = IndexKind{12};  // never reuse or renumber (doc/format.md)
+  // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
+  static std::vector<MutantInfo> Mutants() {
+    return {{"wbtree-so.skip_kv_persist",
+             "the KV is not persisted before the slot word names it", ""}};
+  }
   static constexpr const char* kDescription =
       "wB+-Tree-SO leaves (8-byte atomic slot word, 7 entries) under DRAM inner nodes";
   static constexpr const char* kConcurrency = "";

@@ -52,6 +52,10 @@ IndexRegistration PersistentRadixTree<Ops>::Registration() {
     return std::unique_ptr<Index>(new PersistentRadixTree(std::move(pool)));
   };
   r.params = Ops::kParams;
+  r.mutants = Ops::Mutants();
+  // The radix-tree bugs: a node header and child committed in two stores, a split that links
+  // its new parent before persisting it.
+  r.crash_scenarios = {"header-child-two-stores", "split-sibling-early"};
   return r;
 }
 

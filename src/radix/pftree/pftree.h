@@ -58,8 +58,9 @@ class PFTree final : public Index, private pm::Reclaimer {
   // root, persisted before it is published.
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
   static const IndexTraits& Traits();
-  // How the registry makes a PFtree (src/core/builtin_indexes.cc).
+  // How the registry makes a PFtree (listed in src/radix/registrations.cc).
   static IndexRegistration Registration();
+  static std::vector<MutantInfo> Mutants();
 
   ~PFTree() override;
 

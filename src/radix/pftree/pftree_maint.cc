@@ -18,7 +18,7 @@ const IndexTraits& PFTree::Traits() {
   static const IndexTraits traits = [] {
     IndexTraits t;
     t.name = "pftree";
-    t.kind = IndexKind::kPFTree;
+    t.kind = IndexKind{22};  // never reuse or renumber (doc/format.md)
     t.persistent = true;
     t.ordered = true;
     t.byte_keys = true;
@@ -501,10 +501,40 @@ Status PFTree::close() {
   return s;
 }
 
+// Test-only crash bugs (pm/mutant.h) at PFtree's mutation points; those the random workload
+// does not reach name the scenario that does.
+std::vector<MutantInfo> PFTree::Mutants() {
+  return {
+      {"pftree.header_before_kv",
+       "the entry header is stored and persisted before the key and value", ""},
+      {"pftree.skip_entry_persist",
+       "the key/value bytes of an append are not flushed before the header", ""},
+      {"pftree.skip_split_persist",
+       "leaf arrays built by a rebuild/split are not persisted before the 8-byte swap", ""},
+      {"pftree.skip_inplace_update_persist",
+       "the in-place 8-byte value store is not persisted before the update returns",
+       "pftree-update-in-place"},
+      {"pftree.skip_node_slot_persist",
+       "a Node4/16's new key byte and child are not flushed before its count covers them",
+       "pftree-node-insert-in-place"},
+      {"pftree.pad_over_old_header",
+       "an append after padding does not zero the entry's header position first",
+       "pftree-split-runs"},
+      {"pftree.rebuild_pad_unwritten",
+       "a leaf array built by a rebuild/split leaves its padding headers unwritten", ""},
+      {"pftree.skip_split_node_persist",
+       "the inner node a split builds is not flushed before the store that publishes it",
+       "pftree-split-runs"},
+  };
+}
+
 IndexRegistration PFTree::Registration() {
   IndexRegistration r;
   r.traits = PFTree::Traits();
   r.attach = &PFTree::Attach;
+  r.mutants = Mutants();
+  r.crash_scenarios = {"count-vs-entries",  "header-child-two-stores", "split-sibling-early",
+                       "pftree-split-runs", "pftree-update-in-place",  "pftree-node-insert-in-place"};
   return r;
 }
 

@@ -38,7 +38,15 @@ namespace pmindex::radix {
 struct WoartOps {
   static constexpr int kBits = 8;
   static constexpr char kName[] = "woart";
-  static constexpr IndexKind kKind = IndexKind::kWOART;
+  static constexpr IndexKind kKind = IndexKind{21};  // never reuse or renumber (doc/format.md)
+  // Test-only crash bugs (pm/mutant.h) at WOART's mutation points.
+  static std::vector<MutantInfo> Mutants() {
+    return {{"woart.skip_leaf_persist",
+             "a new leaf is not flushed before the child word that links it", ""},
+            {"woart.header_and_child_two_stores",
+             "a Node4 commits its slot word before the child it names is stored and persisted",
+             "header-child-two-stores"}};
+  }
   static constexpr char kDescription[] =
       "WOART: ART with nodes redesigned for 8-byte failure-atomic updates";
   static constexpr char kParams[] = "woart span=8 prefix=5";

@@ -32,7 +32,14 @@ namespace pmindex::radix {
 struct WortOps {
   static constexpr int kBits = 4;
   static constexpr char kName[] = "wort";
-  static constexpr IndexKind kKind = IndexKind::kWORT;
+  static constexpr IndexKind kKind = IndexKind{20};  // never reuse or renumber (doc/format.md)
+  // Test-only crash bugs (pm/mutant.h) at WORT's mutation points.
+  static std::vector<MutantInfo> Mutants() {
+    return {{"wort.skip_leaf_persist",
+             "a new leaf is not flushed before the child word that links it", ""},
+            {"wort.split_skip_parent_persist",
+             "the new parent of a split is linked before it is persisted", ""}};
+  }
   static constexpr char kDescription[] =
       "WORT: write-optimal radix tree, 4-bit span, lazy header repair";
   static constexpr char kParams[] = "wort span=4 prefix=5";
