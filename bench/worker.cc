@@ -47,7 +47,7 @@ void MixStream::prepare(int c, int chunks) {
     const uint32_t dice = static_cast<uint32_t>(rng_.uniform(100));
     OpKind k;
     if (dice < c_read) {
-      k = OpKind::kRead;
+      k = OpKind::kLookup;
     } else if (dice < c_update) {
       k = OpKind::kUpdate;
     } else if (dice < c_insert) {
@@ -79,7 +79,7 @@ bool MixStream::run(const StopCheck& stop, ThreadResult& r) {
     const uint64_t i = first_ + j;
     const std::string_view key(&keys_[j * stride_], sizes_[j]);
     switch (kinds_[j]) {
-      case OpKind::kRead: {
+      case OpKind::kLookup: {
         const bool found = Measured(r, nspc, [&] { return index->lookup(key, &value_).ok(); });
         if (!found) r.failed++;
         break;
@@ -131,6 +131,8 @@ bool MixStream::run(const StopCheck& stop, ThreadResult& r) {
         }
         break;
       }
+      case OpKind::kUpsert:
+        break;  // no mix draws it
     }
   }
   asm volatile("" : : "r"(scanned_));
@@ -172,14 +174,14 @@ bool TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& 
     const TraceOp& op = trace.ops[mine[i]];
     const std::string_view key = trace.key(op);
     const Status s = Measured(r, nspc, [&] {
-      switch (op.type) {
-        case OpType::kInsert:
+      switch (op.kind) {
+        case OpKind::kInsert:
           return index->insert(key, IntValue(op.line));
-        case OpType::kUpdate:
+        case OpKind::kUpdate:
           return index->update(key, IntValue(op.line));
-        case OpType::kRead:
+        case OpKind::kLookup:
           return index->lookup(key, &value);
-        case OpType::kScan:
+        case OpKind::kScan:
           if (index->scan(key, op.scan_count, [&](std::string_view k, std::string_view v) {
                 scanned += k.size() + v.size();
                 return true;
@@ -188,19 +190,20 @@ bool TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& 
             return Status::NotFound();
           }
           return Status::OK();
-        case OpType::kRemove:
+        case OpKind::kRemove:
           return index->remove(key);
-        case OpType::kReadModifyWrite:
-          break;
+        case OpKind::kUpsert:
+        case OpKind::kReadModifyWrite:
+          break;  // no trace verb (ParseTrace)
       }
       return Status::OK();
     });
     if (!s.ok()) {
       r.failed++;
       if (!s.IsNotFound() && !s.IsAlreadyExists()) r.error(s);
-    } else if (op.type == OpType::kInsert || op.type == OpType::kUpdate) {
+    } else if (op.kind == OpKind::kInsert || op.kind == OpKind::kUpdate) {
       r.logical_bytes += key.size() + 8;
-    } else if (op.type == OpType::kRemove) {
+    } else if (op.kind == OpKind::kRemove) {
       r.logical_bytes += key.size();
     }
   }

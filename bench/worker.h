@@ -17,6 +17,7 @@
 
 #include "bench/generators.h"
 #include "bench/keys.h"
+#include "bench/operation.h"
 #include "bench/phase.h"
 #include "bench/runner.h"
 #include "bench/trace.h"
@@ -63,8 +64,6 @@ struct RunContext {
 // id is a multiply and a byte swap for int keys; single-threaded the claim is a plain load
 // and store (Take).
 bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r);
-
-enum class OpKind : uint8_t { kRead, kUpdate, kInsert, kScan, kReadModifyWrite, kRemove };
 
 // One worker's operation stream of a YCSB mix or micro-workload. prepare() draws the next
 // operations and encodes their keys with the clock stopped, consuming the generator exactly

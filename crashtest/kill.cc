@@ -83,6 +83,8 @@ void ApplyUnchecked(Index& index, const Op& op) {
     case OpKind::kScan:
       index.scan(op.key, op.scan_count, [](std::string_view, std::string_view) { return true; });
       break;
+    case OpKind::kReadModifyWrite:
+      break;  // not a campaign operation
   }
 }
 
