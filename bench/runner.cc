@@ -17,6 +17,7 @@
 #include "bench/worker.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
+#include "pmindex/pool.h"
 
 namespace pmindex::bench {
 
@@ -210,7 +211,7 @@ BenchResult Runner::NewResult(const IndexRegistration& reg, const std::string& w
   r.distribution = dist;
   r.mode = PersistModeName(cfg_.mode);
   r.durability =
-      pool_ != nullptr ? pool_->durability() : DurabilityClass(reg.traits.name, cfg_.mode);
+      pool_ != nullptr ? pool_->durability() : DurabilityClass(reg, cfg_.mode, cfg_.pool_dir);
   r.latency.sample_every = cfg_.latency_sample;
   return r;
 }
@@ -549,27 +550,18 @@ Status Runner::Run() {
 
 }  // namespace
 
-std::string DurabilityClass(std::string_view index, PersistMode mode) {
-  const IndexRegistration* reg = FindIndex(index);
-  if (reg == nullptr) return "unknown";
-  if (!reg->attach) {  // pool-less baseline: it states its own settings
-    if (!reg->traits.durability.empty()) return reg->traits.durability;
-    return reg->traits.persistent ? "persistent" : "volatile";
+std::string DurabilityClass(const IndexRegistration& reg, PersistMode mode,
+                            const std::string& pool_dir) {
+  if (!reg.attach) {  // pool-less: the index states what a crash preserves
+    if (!reg.traits.durability.empty()) return reg.traits.durability;
+    return reg.traits.persistent ? "persistent" : "volatile";
   }
-  if (!reg->traits.persistent) return "volatile";
-  switch (mode) {
-    case PersistMode::kAdr:
-      return "survives power loss (ADR)";
-    case PersistMode::kEadr:
-      return "survives process crash; power loss on eADR";
-    case PersistMode::kAsync:
-      return "survives process crash; power loss on eADR (async flush)";
-    case PersistMode::kAdaptive:
-      return "survives process crash; power loss on eADR (adaptive flush)";
-    case PersistMode::kVolatile:
-      return "none (volatile mode: no flush, no ordering)";
-  }
-  return "unknown";
+  // No pool open: what a pool in pool_dir would say. Without mapping one the granularity is
+  // a guess from the medium (a DAX mapping without eADR reports cache lines).
+  const std::string medium = PoolMedium(pool_dir);
+  const StoreGranularity granularity = medium.starts_with("DAX") ? StoreGranularity::kCacheLine
+                                                                  : StoreGranularity::kPage;
+  return DescribeDurability(mode, granularity, medium == "tmpfs" ? medium : std::string());
 }
 
 namespace {

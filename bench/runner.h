@@ -159,8 +159,11 @@ struct RoundRatio {
 };
 bool RatioOverRounds(const BenchResult& r, const BenchResult& base, RoundRatio* out);
 
-// The durability class shown for an index in a persistence mode.
-std::string DurabilityClass(std::string_view index, PersistMode mode);
+// What a crash preserves, for an index with no pool open: a pool-less index's own
+// IndexTraits::durability, else DescribeDurability (pmindex/pool.h) for a pool in `pool_dir`
+// in `mode`. An index with an open pool reports Pool::durability().
+std::string DurabilityClass(const IndexRegistration& reg, PersistMode mode,
+                            const std::string& pool_dir);
 
 // Pool bytes the runner gives an index for `keys` live keys of up to `key_size` bytes.
 uint64_t EstimatePoolBytes(uint64_t keys, size_t key_size);
