@@ -6,13 +6,6 @@
 
 namespace pmindex::bench {
 
-uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 Rng::Rng(uint64_t seed) {
   for (uint64_t& s : s_) {
     seed += 0x9e3779b97f4a7c15ull;

@@ -15,12 +15,14 @@
 // clock starts (in chunks of at most BenchConfig::prepare_bytes, the clock stopped between
 // chunks); inserts and removes claim ids as they run. Latency is sampled: one
 // operation in BenchConfig::latency_sample is stamped, the others run back to back.
-// Every worker calls pm::drain_media() before the start barrier and after its last
-// operation, and per-op counts are deltas of the pool's counters (Pool::counters) around the
-// phase, so the preload is never counted and buffered XPLines are charged to the phase that
-// wrote them.
+// Every worker drains the pool's buffered media writes (its PersistContext::drain_media)
+// before the start barrier and after its last operation, and per-op counts are deltas of the
+// pool's counters (Pool::counters) around the phase, so the preload is never counted and
+// buffered XPLines are charged to the phase that wrote them.
 //
-// Thread safety: RunBench is not reentrant (it sets the process-wide persistence mode).
+// Thread safety: RunBench sets nothing process-wide (each pool it creates has its own
+// persistence context, from its Options). Calls at the same time need distinct pool_dirs:
+// pool names are made of the pid and the index name.
 #ifndef PMINDEX_BENCH_RUNNER_H_
 #define PMINDEX_BENCH_RUNNER_H_
 
@@ -157,8 +159,11 @@ struct RoundRatio {
 };
 bool RatioOverRounds(const BenchResult& r, const BenchResult& base, RoundRatio* out);
 
-// The durability class shown for an index in a persistence mode.
-std::string DurabilityClass(std::string_view index, PersistMode mode);
+// What a crash preserves, for an index with no pool open: a pool-less index's own
+// IndexTraits::durability, else DescribeDurability (pmindex/pool.h) for a pool in `pool_dir`
+// in `mode`. An index with an open pool reports Pool::durability().
+std::string DurabilityClass(const IndexRegistration& reg, PersistMode mode,
+                            const std::string& pool_dir);
 
 // Pool bytes the runner gives an index for `keys` live keys of up to `key_size` bytes.
 uint64_t EstimatePoolBytes(uint64_t keys, size_t key_size);

@@ -58,15 +58,15 @@ Status ParseTrace(const std::string& path, uint64_t first_line, Trace* trace) {
     TraceOp op{};
     const std::string_view verb = tok[0];
     if (verb == "INSERT") {
-      op.type = OpType::kInsert;
+      op.kind = OpKind::kInsert;
     } else if (verb == "READ") {
-      op.type = OpType::kRead;
+      op.kind = OpKind::kLookup;
     } else if (verb == "UPDATE") {
-      op.type = OpType::kUpdate;
+      op.kind = OpKind::kUpdate;
     } else if (verb == "SCAN") {
-      op.type = OpType::kScan;
+      op.kind = OpKind::kScan;
     } else if (verb == "DELETE") {
-      op.type = OpType::kRemove;
+      op.kind = OpKind::kRemove;
     } else {
       return bad("unknown operation (expected INSERT, READ, UPDATE, SCAN or DELETE)");
     }
@@ -74,7 +74,7 @@ Status ParseTrace(const std::string& path, uint64_t first_line, Trace* trace) {
     if (tok.size() >= 3 && tok[1] == "usertable") k = 2;  // YCSB basic binding output
     if (tok.size() <= k) return bad("missing key");
     const std::string_view key = tok[k];
-    if (op.type == OpType::kScan) {
+    if (op.kind == OpKind::kScan) {
       uint64_t count = 0;
       if (tok.size() <= k + 1 || !ParseU64(tok[k + 1], &count) || count > UINT32_MAX) {
         return bad("SCAN needs a key and a count");
@@ -92,7 +92,7 @@ Status ParseTrace(const std::string& path, uint64_t first_line, Trace* trace) {
       trace->has_byte_keys = true;
     }
     if (op.key_size > trace->max_key_size) trace->max_key_size = op.key_size;
-    if (op.type == OpType::kInsert) trace->inserts++;
+    if (op.kind == OpKind::kInsert) trace->inserts++;
     op.line = first_line + n;
     trace->ops.push_back(op);
   }

@@ -20,13 +20,13 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/workloads.h"
+#include "bench/operation.h"
 #include "pmindex/status.h"
 
 namespace pmindex::bench {
 
 struct TraceOp {
-  OpType type;
+  OpKind kind;
   uint32_t scan_count;   // SCAN only
   uint32_t key_size;
   uint64_t key_offset;   // into Trace::key_bytes

@@ -1,4 +1,4 @@
-// The named workloads of `pmindex bench` and the operation types they mix.
+// The named workloads of `pmindex bench` and the operations they mix (bench/operation.h).
 //
 //   load                insert --keys keys (ids 0..keys-1)
 //   a b c d e f         YCSB core workloads: a 50% read / 50% update, b 95/5, c 100% read,
@@ -19,9 +19,7 @@
 
 namespace pmindex::bench {
 
-enum class OpType : uint8_t { kRead, kUpdate, kInsert, kScan, kReadModifyWrite, kRemove };
-
-// Percentages of each operation type; they sum to 100.
+// Percentages of each operation; they sum to 100.
 struct OpMix {
   uint32_t read = 0, update = 0, insert = 0, scan = 0, rmw = 0, remove = 0;
   bool writes() const { return update + insert + rmw + remove > 0; }

@@ -151,6 +151,88 @@ std::vector<Op> MakeOps(const CampaignOptions& o, const IndexTraits& traits) {
   return ops;
 }
 
+pm::crash::TrackerOptions AdrTrackerOptions(const CampaignOptions& o) {
+  pm::crash::TrackerOptions t;
+  t.seed = o.seed;
+  t.random_images = o.images;
+  t.torn_images = o.torn ? o.torn_images : 0;
+  t.flip_each = o.flip_each;
+  t.only_point = o.only_point;
+  t.only_image = o.only_image;
+  t.image_dir = o.dir;
+  t.timeout_seconds = o.timeout_seconds;
+  t.max_failures = o.max_failures;
+  t.fork = o.fork;
+  return t;
+}
+
+// Numbers the crash points with a dry run of the workload, then draws a seeded sample of
+// o.points of them.
+std::vector<uint64_t> SamplePoints(const CampaignOptions& o, const IndexRegistration& reg,
+                                   const std::string& path, const std::vector<Op>& ops) {
+  FenceCounter counter;
+  LiveState dry;
+  uint64_t executed = 0;
+  Status s = RunWorkload(o, reg, path, ops, dry, &counter, [] { return false; }, [] {},
+                         &executed);
+  ::unlink(path.c_str());
+  const uint64_t total = counter.fences + 1;  // + the point after the last operation
+  std::vector<uint64_t> all(total);
+  for (uint64_t i = 0; i < total; ++i) all[i] = i + 1;
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(std::min<uint64_t>(o.points, total));
+  (void)s;  // a failing live run shows again in the campaign's own run
+  return all;
+}
+
+// Checks one post-crash image: recovery against the log, then for a seeded share of images
+// a continuation and a second crash during recovery.
+Status VerifyImage(const CampaignOptions& o, const IndexRegistration& reg,
+                   const LiveState& state, const std::string& image, uint64_t point,
+                   const std::string& name) {
+  // Creation publishes the pool under its name only once it is complete: a crash before
+  // that leaves no pool to recover.
+  if (!state.created) return Status::OK();
+  const bool int_keys = !reg.traits.byte_keys;
+  const std::vector<const Op*> inflight = Inflight(state);
+  Model matched;
+  std::unique_ptr<Index> index;
+  if (Status s = CheckImage(o, image, state.model, inflight, int_keys, &matched, &index); !s.ok())
+    return s;
+  const uint64_t h = Mix64(o.seed ^ Mix64(point) ^ HashString(name));
+  if (o.continuation_every != 0 && o.continuation_ops != 0 && h % o.continuation_every == 0) {
+    if (Status s = CheckContinuation(*index, matched, h, o.continuation_ops); !s.ok())
+      return s.WithContext("continuation after recovery");
+  }
+  index.reset();
+  if (o.recovery_crash_every != 0 && (h >> 32) % o.recovery_crash_every == 0)
+    return CheckRecoveryCrash(o, reg, image, state.model, inflight, int_keys, h);
+  return Status::OK();
+}
+
+// Copies the tracker's counts and failures into the campaign's result.
+void TakeReport(const CampaignOptions& o, const pm::crash::TrackerReport& r, CampaignResult& res) {
+  res.fences = r.fences;
+  res.points = r.points_checked;
+  res.points_skipped = r.points_skipped;
+  res.images = r.images;
+  res.max_undecided = r.max_undecided;
+  res.check_seconds = r.check_seconds;
+  res.scan_seconds = r.scan_seconds;
+  res.bytes_compared = r.bytes_compared;
+  for (const pm::crash::CrashFailure& f : r.failures) {
+    CampaignFailure cf;
+    cf.model = "adr";
+    cf.point = f.point;
+    cf.image = f.image;
+    cf.operation = f.context;
+    cf.message = f.message;
+    cf.replay = ReplayCommand(o, "adr", f.point, f.image);
+    res.failures.push_back(std::move(cf));
+  }
+}
+
 }  // namespace
 
 std::string ReplayCommand(const CampaignOptions& o, const std::string& model, uint64_t point,
@@ -187,56 +269,12 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
                            "-" + std::to_string(o.seed) + ".pool";
   ::unlink(path.c_str());
 
-  pm::crash::TrackerOptions t;
-  t.seed = o.seed;
-  t.random_images = o.images;
-  t.torn_images = o.torn ? o.torn_images : 0;
-  t.flip_each = o.flip_each;
-  t.only_point = o.only_point;
-  t.only_image = o.only_image;
-  t.image_dir = o.dir;
-  t.timeout_seconds = o.timeout_seconds;
-  t.max_failures = o.max_failures;
-  t.fork = o.fork;
-
-  if (o.points != 0 && o.only_point == 0) {
-    // Number the crash points with a dry run, then draw the sample.
-    FenceCounter counter;
-    LiveState dry;
-    uint64_t executed = 0;
-    Status s = RunWorkload(o, *reg, path, ops, dry, &counter, [] { return false; }, [] {},
-                           &executed);
-    ::unlink(path.c_str());
-    const uint64_t total = counter.fences + 1;  // + the point after the last operation
-    std::vector<uint64_t> all(total);
-    for (uint64_t i = 0; i < total; ++i) all[i] = i + 1;
-    std::mt19937_64 rng(o.seed);
-    std::shuffle(all.begin(), all.end(), rng);
-    all.resize(std::min<uint64_t>(o.points, total));
-    t.points = std::move(all);
-    (void)s;  // a failing live run shows again below
-  }
+  pm::crash::TrackerOptions t = AdrTrackerOptions(o);
+  if (o.points != 0 && o.only_point == 0) t.points = SamplePoints(o, *reg, path, ops);
 
   LiveState state;
-  const bool int_keys = !reg->traits.byte_keys;
-  auto verifier = [&](const std::string& image, uint64_t point, const std::string& name) -> Status {
-    // Creation publishes the pool under its name only once it is complete: a crash before
-    // that leaves no pool to recover.
-    if (!state.created) return Status::OK();
-    const std::vector<const Op*> inflight = Inflight(state);
-    Model matched;
-    std::unique_ptr<Index> index;
-    if (Status s = CheckImage(o, image, state.model, inflight, int_keys, &matched, &index); !s.ok())
-      return s;
-    const uint64_t h = Mix64(o.seed ^ Mix64(point) ^ HashString(name));
-    if (o.continuation_every != 0 && o.continuation_ops != 0 && h % o.continuation_every == 0) {
-      if (Status s = CheckContinuation(*index, matched, h, o.continuation_ops); !s.ok())
-        return s.WithContext("continuation after recovery");
-    }
-    index.reset();
-    if (o.recovery_crash_every != 0 && (h >> 32) % o.recovery_crash_every == 0)
-      return CheckRecoveryCrash(o, *reg, image, state.model, inflight, int_keys, h);
-    return Status::OK();
+  auto verifier = [&](const std::string& image, uint64_t point, const std::string& name) {
+    return VerifyImage(o, *reg, state, image, point, name);
   };
   auto tracker = std::make_unique<pm::crash::CrashTracker>(t, verifier);
   tracker->use_pool_extent();
@@ -251,28 +289,8 @@ CampaignResult RunAdrCampaign(const CampaignOptions& o) {
   auto at_end = [&] { tracker->crash_point(); };
   Status live = RunWorkload(o, *reg, path, ops, state, tracker.get(),
                             [&] { return tracker->done(); }, at_end, &res.ops);
-  {
-    const pm::crash::TrackerReport& r = tracker->report();
-    res.fences = r.fences;
-    res.points = r.points_checked;
-    res.points_skipped = r.points_skipped;
-    res.images = r.images;
-    res.max_undecided = r.max_undecided;
-    res.check_seconds = r.check_seconds;
-    res.scan_seconds = r.scan_seconds;
-    res.bytes_compared = r.bytes_compared;
-    for (const pm::crash::CrashFailure& f : r.failures) {
-      CampaignFailure cf;
-      cf.model = "adr";
-      cf.point = f.point;
-      cf.image = f.image;
-      cf.operation = f.context;
-      cf.message = f.message;
-      cf.replay = ReplayCommand(o, "adr", f.point, f.image);
-      res.failures.push_back(std::move(cf));
-    }
-    tracker.reset();
-  }
+  TakeReport(o, tracker->report(), res);
+  tracker.reset();
   if (!live.ok() && res.failures.empty()) {
     CampaignFailure cf;
     cf.model = "adr";

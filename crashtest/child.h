@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "bench/generators.h"
 #include "crashtest/campaign.h"
 #include "pmindex/index.h"
 #include "pmindex/status.h"
@@ -20,8 +21,8 @@ Status RunInChild(const std::function<Status()>& fn, double timeout_seconds);
 // Copies a file (sparse holes may be filled).
 Status CopyFile(const std::string& from, const std::string& to);
 
-// A well-mixed 64-bit hash of a value (splitmix64), and of a string.
-uint64_t Mix64(uint64_t x);
+// A well-mixed 64-bit hash of a value (the workbench's splitmix64), and of a string.
+using bench::Mix64;
 uint64_t HashString(const std::string& s);
 
 // What every campaign model does first: finds the options' index, which must be a registered

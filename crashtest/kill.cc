@@ -50,6 +50,155 @@ OpGenerator ThreadGenerator(const CampaignOptions& o, const IndexTraits& traits,
 // A bound on one thread's ops per cycle, in case the kill comes late.
 constexpr uint64_t kMaxOpsPerCycle = 1 << 22;
 
+// What every cycle of one campaign shares.
+struct KillRun {
+  const CampaignOptions& o;
+  const IndexRegistration& reg;
+  bool int_keys;
+  uint32_t threads;
+  std::string path;  // the pool, reopened by every cycle
+  ThreadSlot* slots;  // one per thread, in memory shared with the child
+};
+
+// Runs `op` on the index, its result unchecked (the parent checks the pool after the kill).
+void ApplyUnchecked(Index& index, const Op& op) {
+  switch (op.kind) {
+    case OpKind::kInsert:
+      (void)index.insert(op.key, op.value);
+      break;
+    case OpKind::kUpdate:
+      (void)index.update(op.key, op.value);
+      break;
+    case OpKind::kUpsert:
+      (void)index.upsert(op.key, op.value);
+      break;
+    case OpKind::kRemove:
+      (void)index.remove(op.key);
+      break;
+    case OpKind::kLookup: {
+      std::string v;
+      (void)index.lookup(op.key, &v);  // exercises reads; checked after the kill
+      break;
+    }
+    case OpKind::kScan:
+      index.scan(op.key, op.scan_count, [](std::string_view, std::string_view) { return true; });
+      break;
+    case OpKind::kReadModifyWrite:
+      break;  // not a campaign operation
+  }
+}
+
+// The forked child: opens the pool and runs every thread's operations, logging each in its
+// slot, until it is killed.
+[[noreturn]] void RunWorkloadChild(const KillRun& run, uint32_t cycle) {
+  Result<std::unique_ptr<Index>> opened = OpenIndex(run.path, KillPoolOptions(run.o), run.o.index);
+  if (!opened.ok()) _exit(2);
+  Index* index = opened.value().get();
+  std::vector<std::thread> workers;
+  for (uint32_t t = 0; t < run.threads; ++t) {
+    workers.emplace_back([&, t] {
+      OpGenerator gen = ThreadGenerator(run.o, run.reg.traits, cycle, t);
+      for (uint64_t i = 0; i < kMaxOpsPerCycle; ++i) {
+        const Op op = gen.next();
+        run.slots[t].pending.store(i + 1, std::memory_order_seq_cst);
+        ApplyUnchecked(*index, op);
+        run.slots[t].acked.store(i + 1, std::memory_order_seq_cst);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  _exit(0);  // no clean close: the next open recovers either way
+}
+
+// Forks the workload child and SIGKILLs it after a random delay. False (with res.error or a
+// failure recorded) when the cycle could not run.
+bool ForkAndKill(const KillRun& run, uint32_t cycle, std::mt19937_64& rng, CampaignResult& res) {
+  const CampaignOptions& o = run.o;
+  for (uint32_t t = 0; t < run.threads; ++t) new (&run.slots[t]) ThreadSlot{};
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    res.error = Status::IOError("fork failed");
+    return false;
+  }
+  if (pid == 0) RunWorkloadChild(run, cycle);
+  const uint32_t delay_ms = 1 + static_cast<uint32_t>(rng() % std::max<uint32_t>(1, o.max_delay_ms));
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    CampaignFailure f{"kill", cycle, "-", "open before the workload",
+                      "the workload child could not open the pool (exit " +
+                          std::to_string(WEXITSTATUS(status)) + ")",
+                      ReplayCommand(o, "kill", cycle, "-")};
+    res.failures.push_back(f);
+    return false;
+  }
+  return true;
+}
+
+// What the pool may hold after the kill: the acknowledged operations applied, and each
+// thread's pending one applied or not.
+struct Expected {
+  Model before;
+  std::vector<Op> pending_ops;
+  std::vector<const Op*> inflight;  // into pending_ops
+  std::string interrupted;          // the pending operations, for a failure report
+};
+
+// Regenerates the cycle's operations to learn the expected state from the slots; adds the
+// acknowledged ones to *acked_ops.
+void ExpectAfterKill(const KillRun& run, uint32_t cycle, const Model& model, Expected* e,
+                     uint64_t* acked_ops) {
+  e->before = model;
+  e->pending_ops.reserve(run.threads);
+  for (uint32_t t = 0; t < run.threads; ++t) {
+    const uint64_t acked = run.slots[t].acked.load();
+    const uint64_t pending = run.slots[t].pending.load();
+    OpGenerator gen = ThreadGenerator(run.o, run.reg.traits, cycle, t);
+    // A failed op (insert of a present key, ...) changed nothing, in the model as in the index.
+    for (uint64_t i = 0; i < acked; ++i) ApplyToModel(e->before, gen.next()).IgnoreError();
+    *acked_ops += acked;
+    if (pending > acked) {
+      e->pending_ops.push_back(gen.next());
+      e->inflight.push_back(&e->pending_ops.back());
+      e->interrupted += (e->interrupted.empty() ? "" : "; ") + std::string("thread ") +
+                        std::to_string(t) + " op " + std::to_string(pending - 1) + ": " +
+                        DescribeOp(e->pending_ops.back(), run.int_keys);
+    }
+  }
+  if (e->interrupted.empty()) e->interrupted = "none (between operations)";
+}
+
+// Recovery first in a child on a copy (a crash or hang there must not take us down), then
+// for real, continuing on the same pool; on success *model is what the pool now holds.
+Status CheckRecovery(const KillRun& run, uint32_t cycle, const Expected& e, Model* model) {
+  const CampaignOptions& o = run.o;
+  const std::string copy = run.path + ".check";
+  Status checked = CopyFile(run.path, copy);
+  if (checked.ok()) {
+    checked = RunInChild(
+        [&]() -> Status {
+          Result<std::unique_ptr<Index>> r = OpenIndex(copy, KillPoolOptions(o), o.index);
+          if (!r.ok()) return r.status().WithContext("recovery");
+          Model matched;
+          if (Status s = CheckAgainstModel(*r.value(), e.before, e.inflight, run.int_keys,
+                                           &matched);
+              !s.ok())
+            return s;
+          return CheckContinuation(*r.value(), matched, Mix64(o.seed + cycle),
+                                   o.continuation_ops);
+        },
+        o.timeout_seconds);
+  }
+  ::unlink(copy.c_str());
+  if (!checked.ok()) return checked;
+  Result<std::unique_ptr<Index>> r = OpenIndex(run.path, KillPoolOptions(o), o.index);
+  if (!r.ok()) return r.status().WithContext("recovery");
+  return CheckAgainstModel(*r.value(), e.before, e.inflight, run.int_keys, model);
+}
+
 }  // namespace
 
 CampaignResult RunKillCampaign(const CampaignOptions& o) {
@@ -59,7 +208,6 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
   const CampaignScope scope(o, res);
   const IndexRegistration* reg = scope.index();
   if (reg == nullptr) return res;
-  const bool int_keys = !reg->traits.byte_keys;
   const uint32_t threads = std::max<uint32_t>(1, o.threads);
   const std::string path = o.dir + "/pmindex-kill-" + o.index + "-" + std::to_string(::getpid()) +
                            "-" + std::to_string(o.seed) + ".pool";
@@ -73,135 +221,26 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
   }
   void* shm = ::mmap(nullptr, sizeof(ThreadSlot) * threads, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  auto* slots = static_cast<ThreadSlot*>(shm);
+  const KillRun run{o, *reg, !reg->traits.byte_keys, threads, path,
+                    static_cast<ThreadSlot*>(shm)};
   std::mt19937_64 rng(o.seed);
   Model model;  // what the pool holds after the last checked recovery
 
   for (uint32_t cycle = 1; cycle <= o.cycles; ++cycle) {
-    for (uint32_t t = 0; t < threads; ++t) new (&slots[t]) ThreadSlot{};
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      res.error = Status::IOError("fork failed");
-      break;
-    }
-    if (pid == 0) {
-      Result<std::unique_ptr<Index>> opened = OpenIndex(path, KillPoolOptions(o), o.index);
-      if (!opened.ok()) _exit(2);
-      Index* index = opened.value().get();
-      std::vector<std::thread> workers;
-      for (uint32_t t = 0; t < threads; ++t) {
-        workers.emplace_back([&, t] {
-          OpGenerator gen = ThreadGenerator(o, reg->traits, cycle, t);
-          for (uint64_t i = 0; i < kMaxOpsPerCycle; ++i) {
-            const Op op = gen.next();
-            slots[t].pending.store(i + 1, std::memory_order_seq_cst);
-            switch (op.kind) {
-              case OpKind::kInsert:
-                (void)index->insert(op.key, op.value);
-                break;
-              case OpKind::kUpdate:
-                (void)index->update(op.key, op.value);
-                break;
-              case OpKind::kUpsert:
-                (void)index->upsert(op.key, op.value);
-                break;
-              case OpKind::kRemove:
-                (void)index->remove(op.key);
-                break;
-              case OpKind::kLookup: {
-                std::string v;
-                (void)index->lookup(op.key, &v);  // exercises reads; checked after the kill
-                break;
-              }
-              case OpKind::kScan:
-                index->scan(op.key, op.scan_count, [](std::string_view, std::string_view) {
-                  return true;
-                });
-                break;
-            }
-            slots[t].acked.store(i + 1, std::memory_order_seq_cst);
-          }
-        });
-      }
-      for (auto& w : workers) w.join();
-      _exit(0);  // no clean close: the next open recovers either way
-    }
-    const uint32_t delay_ms = 1 + static_cast<uint32_t>(rng() % std::max<uint32_t>(1, o.max_delay_ms));
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-      CampaignFailure f{"kill", cycle, "-", "open before the workload",
-                        "the workload child could not open the pool (exit " +
-                            std::to_string(WEXITSTATUS(status)) + ")",
-                        ReplayCommand(o, "kill", cycle, "-")};
-      res.failures.push_back(f);
-      break;
-    }
+    if (!ForkAndKill(run, cycle, rng, res)) break;
     ++res.fences;
-
-    // Expected state: acknowledged ops applied; each thread's pending op may be applied.
-    Model before = model;
-    std::vector<Op> pending_ops;
-    pending_ops.reserve(threads);
-    std::vector<const Op*> inflight;
-    std::string interrupted;
-    for (uint32_t t = 0; t < threads; ++t) {
-      const uint64_t acked = slots[t].acked.load();
-      const uint64_t pending = slots[t].pending.load();
-      OpGenerator gen = ThreadGenerator(o, reg->traits, cycle, t);
-      // A failed op (insert of a present key, ...) changed nothing, in the model as in the index.
-      for (uint64_t i = 0; i < acked; ++i) ApplyToModel(before, gen.next()).IgnoreError();
-      res.ops += acked;
-      if (pending > acked) {
-        pending_ops.push_back(gen.next());
-        inflight.push_back(&pending_ops.back());
-        interrupted += (interrupted.empty() ? "" : "; ") + std::string("thread ") +
-                       std::to_string(t) + " op " + std::to_string(pending - 1) + ": " +
-                       DescribeOp(pending_ops.back(), int_keys);
-      }
-    }
-    if (interrupted.empty()) interrupted = "none (between operations)";
-
-    // Recovery first in a child on a copy (a crash or hang there must not take us down),
-    // then for real, continuing on the same pool.
-    const std::string copy = path + ".check";
-    Status checked = CopyFile(path, copy);
-    if (checked.ok()) {
-      checked = RunInChild(
-          [&]() -> Status {
-            Result<std::unique_ptr<Index>> r = OpenIndex(copy, KillPoolOptions(o), o.index);
-            if (!r.ok()) return r.status().WithContext("recovery");
-            Model matched;
-            if (Status s = CheckAgainstModel(*r.value(), before, inflight, int_keys, &matched);
-                !s.ok())
-              return s;
-            return CheckContinuation(*r.value(), matched, Mix64(o.seed + cycle),
-                                     o.continuation_ops);
-          },
-          o.timeout_seconds);
-    }
-    ::unlink(copy.c_str());
-    if (checked.ok()) {
-      Result<std::unique_ptr<Index>> r = OpenIndex(path, KillPoolOptions(o), o.index);
-      if (!r.ok()) {
-        checked = r.status().WithContext("recovery");
-      } else {
-        checked = CheckAgainstModel(*r.value(), before, inflight, int_keys, &model);
-      }
-    }
+    Expected expected;
+    ExpectAfterKill(run, cycle, model, &expected, &res.ops);
+    const Status checked = CheckRecovery(run, cycle, expected, &model);
     ++res.images;
     ++res.points;
     if (!checked.ok()) {
-      CampaignFailure f{"kill", cycle, "-", interrupted, checked.ToString(),
+      CampaignFailure f{"kill", cycle, "-", expected.interrupted, checked.ToString(),
                         ReplayCommand(o, "kill", cycle, "-")};
       if (o.log)
         o.log("  FAIL " + o.index + " kill cycle " + std::to_string(cycle) + " during " +
-              interrupted + ": " + f.message + "\n    replay: " + f.replay);
+              expected.interrupted + ": " + f.message + "\n    replay: " + f.replay);
       res.failures.push_back(std::move(f));
-      if (o.max_failures != 0 && res.failures.size() >= o.max_failures) break;
       break;  // the pool's state is unknown now: later cycles would only echo this failure
     }
   }

@@ -12,12 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/operation.h"
 #include "pmindex/index.h"
 
 namespace pmindex::crashtest {
 
-enum class OpKind : uint8_t { kInsert, kUpdate, kUpsert, kRemove, kLookup, kScan };
-const char* OpKindName(OpKind kind);
+// The workbench's operations (bench/operation.h); the campaign draws all but
+// kReadModifyWrite.
+using bench::OpKind;
+using bench::OpKindName;
 
 struct Op {
   OpKind kind = OpKind::kInsert;

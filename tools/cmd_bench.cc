@@ -92,10 +92,11 @@ std::string CheckThreads(const std::string& list) {
   return "";
 }
 
-int RunBenchCommand(const BenchArgs& args) {
+// The runner's configuration from the command line. Options were validated by CLI11; these
+// conversions cannot fail.
+bench::BenchConfig MakeConfig(const BenchArgs& args) {
   bench::BenchConfig cfg;
   std::string error;
-  // Options were validated by CLI11; these conversions cannot fail.
   if (args.indexes == "all") {
     cfg.indexes = RegisteredIndexNames();
   } else {
@@ -126,35 +127,32 @@ int RunBenchCommand(const BenchArgs& args) {
   cfg.verify = !args.no_verify;
   cfg.progress = !args.quiet;
   cfg.stop = &g_stop;
-  if (cfg.indexes.empty()) {
-    std::fprintf(stderr, "pmindex bench: no index is registered in this build\n");
-    return kExitError;
-  }
+  return cfg;
+}
 
+// Ctrl-C and SIGTERM set g_stop, so the runner removes its temporary pools before it returns.
+void InstallStopHandler() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
   sa.sa_handler = OnSignal;
   sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
 
-  bench::BenchReport report;
-  const Status status = bench::RunBench(cfg, &report);
-  if (status.IsBusy() && g_stop.load()) {
-    std::fprintf(stderr, "pmindex bench: interrupted; temporary pools removed\n");
-    if (cfg.rounds > 1)
-      std::fprintf(stderr,
-                   "pmindex bench: %u of %u rounds finished; the unfinished round is left out\n",
-                   report.rounds_done, cfg.rounds);
-    if (!report.results.empty()) bench::PrintReport(report, stdout);
-    return 130;
-  }
-  if (!status.ok()) {
-    std::fprintf(stderr, "pmindex bench: %s\n", status.ToString().c_str());
-    return kExitError;
-  }
-  bench::PrintReport(report, stdout);
-  std::fflush(stdout);
+// An interrupted run: prints what finished, exits 130.
+int ReportInterrupted(const bench::BenchConfig& cfg, const bench::BenchReport& report) {
+  std::fprintf(stderr, "pmindex bench: interrupted; temporary pools removed\n");
+  if (cfg.rounds > 1)
+    std::fprintf(stderr,
+                 "pmindex bench: %u of %u rounds finished; the unfinished round is left out\n",
+                 report.rounds_done, cfg.rounds);
+  if (!report.results.empty()) bench::PrintReport(report, stdout);
+  return 130;
+}
+
+// Writes --json, --csv and --plot; kExitError if one of them failed.
+int WriteOutputs(const BenchArgs& args, const bench::BenchReport& report) {
   int rc = kExitOk;
   std::string json_path = args.json;
   if (json_path.empty() && !args.plot.empty()) {
@@ -184,6 +182,26 @@ int RunBenchCommand(const BenchArgs& args) {
       std::fprintf(stderr, "plots written to %s\n", args.plot.c_str());
     }
   }
+  return rc;
+}
+
+int RunBenchCommand(const BenchArgs& args) {
+  const bench::BenchConfig cfg = MakeConfig(args);
+  if (cfg.indexes.empty()) {
+    std::fprintf(stderr, "pmindex bench: no index is registered in this build\n");
+    return kExitError;
+  }
+  InstallStopHandler();
+  bench::BenchReport report;
+  const Status status = bench::RunBench(cfg, &report);
+  if (status.IsBusy() && g_stop.load()) return ReportInterrupted(cfg, report);
+  if (!status.ok()) {
+    std::fprintf(stderr, "pmindex bench: %s\n", status.ToString().c_str());
+    return kExitError;
+  }
+  bench::PrintReport(report, stdout);
+  std::fflush(stdout);
+  int rc = WriteOutputs(args, report);
   if (report.run_failed) {
     std::fprintf(stderr,
                  "pmindex bench: an index could not be created or loaded (see 'skipped')\n");

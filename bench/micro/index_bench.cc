@@ -96,7 +96,7 @@ struct Fixture {
     }
     next_id = g_flags.keys;
     // The runner's stream for workload 2 (after load) of a mix of 100% reads, thread 0:
-    // a dice draw, then a uniform id (bench/runner.cc, MixStream).
+    // a dice draw, then a uniform id (bench/worker.cc, MixStream).
     const uint64_t workload_seed = bench::Mix64(g_flags.seed ^ bench::Mix64(2));
     bench::Rng rng(bench::Mix64(workload_seed));
     const uint64_t n = g_flags.keys > 0 ? g_flags.keys : 1;

@@ -142,9 +142,9 @@ TEST(TraceTest, ParsesBothLineFormatsAndNumbersLines) {
   EXPECT_EQ(t.key(t.ops[0]), std::string(IntKey(42).view()));
   EXPECT_EQ(t.ops[1].line, 103u);
   EXPECT_EQ(t.key(t.ops[1]), "user7");
-  EXPECT_EQ(t.ops[2].type, OpType::kScan);
+  EXPECT_EQ(t.ops[2].kind, OpKind::kScan);
   EXPECT_EQ(t.ops[2].scan_count, 10u);
-  EXPECT_EQ(t.ops[5].type, OpType::kRemove);
+  EXPECT_EQ(t.ops[5].kind, OpKind::kRemove);
   EXPECT_EQ(t.key(t.ops[5]), "99999999999999999999999");  // beyond 64 bits: a byte string
   EXPECT_TRUE(t.has_byte_keys);
   EXPECT_EQ(t.inserts, 2u);

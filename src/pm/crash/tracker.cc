@@ -397,120 +397,141 @@ void CrashTracker::check_point(uint64_t point) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Applies `image` to the image file (restore: puts the durable lines back).
+void CrashTracker::patch_image(const Image& image, bool restore) {
+  char buf[kCacheLine];
+  for (size_t i = 0; i < undecided_.size(); ++i) {
+    const uint8_t m = image.word_masks[i];
+    if (m == 0) continue;
+    const uint64_t line = undecided_[i];
+    const char* old_line = durable_ + line * kCacheLine;
+    if (restore) {
+      std::memcpy(buf, old_line, kCacheLine);
+    } else {
+      for (size_t w = 0; w < kWordsPerLine; ++w)
+        std::memcpy(buf + w * 8, ((m >> w) & 1) ? undecided_new_[i].data() + w * 8 : old_line + w * 8,
+                    8);
+    }
+    WriteAll(image_fd_, buf, kCacheLine, static_cast<off_t>(line * kCacheLine));
+  }
+}
+
 void CrashTracker::run_images(uint64_t point, const std::vector<Image>& images,
                               const std::string& context) {
-  // Applies image `k` to the file (or, with restore, puts the durable lines back).
-  auto patch = [&](const Image& image, bool restore) {
-    char buf[kCacheLine];
-    for (size_t i = 0; i < undecided_.size(); ++i) {
-      const uint8_t m = image.word_masks[i];
-      if (m == 0) continue;
-      const uint64_t line = undecided_[i];
-      const char* old_line = durable_ + line * kCacheLine;
-      if (restore) {
-        std::memcpy(buf, old_line, kCacheLine);
-      } else {
-        for (size_t w = 0; w < kWordsPerLine; ++w)
-          std::memcpy(buf + w * 8, ((m >> w) & 1) ? undecided_new_[i].data() + w * 8 : old_line + w * 8,
-                      8);
-      }
-      WriteAll(image_fd_, buf, kCacheLine, static_cast<off_t>(line * kCacheLine));
-    }
-  };
-
   if (!options_.fork) {
-    for (const Image& image : images) {
-      patch(image, false);
-      Status s = verifier_(image_path_, point, image.name);  // its pools have their own seams
-      patch(image, true);
-      ++report_.images;
-      if (!s.ok()) {
-        record_failure(point, image.name, context, s.ToString());
-        if (done()) return;
-      }
-    }
+    run_images_in_process(point, images, context);
     return;
   }
-
   size_t next = 0;
   while (next < images.size()) {
-    const size_t first = next;
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-      record_failure(point, images[next].name, context,
-                     std::string("pipe failed: ") + strerror(errno));
-      return;
-    }
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-      record_failure(point, images[next].name, context,
-                     std::string("fork failed: ") + strerror(errno));
-      return;
-    }
-    if (pid == 0) {
-      // The child: a copy of the process at the crash point. It must not feed this tracker.
-      ::close(fds[0]);
-      detached_ = true;
-      for (size_t k = next; k < images.size(); ++k) {
-        SendMessage(fds[1], static_cast<uint32_t>(k), kStart, {});
-        patch(images[k], false);
-        Status s = verifier_(image_path_, point, images[k].name);
-        patch(images[k], true);
-        SendMessage(fds[1], static_cast<uint32_t>(k), s.ok() ? kPass : kFail,
-                    s.ok() ? std::string() : s.ToString());
-      }
-      _exit(0);
-    }
-    ::close(fds[1]);
-    int64_t in_progress = -1;
-    bool timed_out = false;
-    for (;;) {
-      const auto deadline =
-          std::chrono::steady_clock::now() +
-          std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000));
-      MessageHeader h;
-      int r = ReadExact(fds[0], &h, sizeof(h), deadline);
-      if (r < 0) {
-        timed_out = true;
-        break;
-      }
-      if (r == 0) break;
-      std::string text(h.length, '\0');
-      if (h.length > 0 && ReadExact(fds[0], text.data(), h.length, deadline) != 1) break;
-      if (h.kind == kStart) {
-        in_progress = h.image;
-        continue;
-      }
-      ++report_.images;
-      in_progress = -1;
-      next = h.image + 1;
-      if (h.kind == kFail) record_failure(point, images[h.image].name, context, std::move(text));
-    }
-    if (timed_out) ::kill(pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    ::close(fds[0]);
-    if (in_progress >= 0) {
-      // The verifier died or hung on this image; the file may still hold its patch.
-      restore_undecided_in_file();
-      ++report_.images;
-      record_failure(point, images[in_progress].name, context,
-                     timed_out ? "verifier timed out after " +
-                                     std::to_string(options_.timeout_seconds) + " s (hang)"
-                               : DescribeWaitStatus(status));
-      next = static_cast<size_t>(in_progress) + 1;
-    } else if (next == first || !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-      // Died between images (e.g. a leak report at exit) or before the first: charge it to
-      // the image checked last (or next) and stop this point.
-      restore_undecided_in_file();
-      record_failure(point, images[next == first ? first : next - 1].name, context,
-                     timed_out ? "verifier timed out" : DescribeWaitStatus(status));
-      return;
-    }
+    if (!run_images_in_child(point, images, context, &next)) return;
     if (done()) return;
+  }
+}
+
+void CrashTracker::run_images_in_process(uint64_t point, const std::vector<Image>& images,
+                                         const std::string& context) {
+  for (const Image& image : images) {
+    patch_image(image, false);
+    Status s = verifier_(image_path_, point, image.name);  // its pools have their own seams
+    patch_image(image, true);
+    ++report_.images;
+    if (!s.ok()) {
+      record_failure(point, image.name, context, s.ToString());
+      if (done()) return;
+    }
+  }
+}
+
+// Verifies images[*next...] in one forked child, a copy of the process at the crash point. A
+// child that dies or hangs is charged to the image it was on, and *next is the image after
+// it. False: stop this point.
+bool CrashTracker::run_images_in_child(uint64_t point, const std::vector<Image>& images,
+                                       const std::string& context, size_t* next) {
+  const size_t first = *next;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    record_failure(point, images[first].name, context,
+                   std::string("pipe failed: ") + strerror(errno));
+    return false;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    record_failure(point, images[first].name, context,
+                   std::string("fork failed: ") + strerror(errno));
+    return false;
+  }
+  if (pid == 0) verify_in_child(fds[0], fds[1], point, images, first);
+  ::close(fds[1]);
+  int64_t in_progress = -1;
+  const bool timed_out = read_verdicts(fds[0], point, images, context, next, &in_progress);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::close(fds[0]);
+  if (in_progress >= 0) {
+    // The verifier died or hung on this image; the file may still hold its patch.
+    restore_undecided_in_file();
+    ++report_.images;
+    record_failure(point, images[in_progress].name, context,
+                   timed_out ? "verifier timed out after " +
+                                   std::to_string(options_.timeout_seconds) + " s (hang)"
+                             : DescribeWaitStatus(status));
+    *next = static_cast<size_t>(in_progress) + 1;
+  } else if (*next == first || !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    // Died between images (e.g. a leak report at exit) or before the first: charge it to
+    // the image checked last (or next) and stop this point.
+    restore_undecided_in_file();
+    record_failure(point, images[*next == first ? first : *next - 1].name, context,
+                   timed_out ? "verifier timed out" : DescribeWaitStatus(status));
+    return false;
+  }
+  return true;
+}
+
+// The child: it must not feed this tracker. Sends a start and a verdict per image.
+void CrashTracker::verify_in_child(int read_fd, int write_fd, uint64_t point,
+                                   const std::vector<Image>& images, size_t first) {
+  ::close(read_fd);
+  detached_ = true;
+  for (size_t k = first; k < images.size(); ++k) {
+    SendMessage(write_fd, static_cast<uint32_t>(k), kStart, {});
+    patch_image(images[k], false);
+    Status s = verifier_(image_path_, point, images[k].name);
+    patch_image(images[k], true);
+    SendMessage(write_fd, static_cast<uint32_t>(k), s.ok() ? kPass : kFail,
+                s.ok() ? std::string() : s.ToString());
+  }
+  _exit(0);
+}
+
+// Reads the child's messages until it closes the pipe, or until it is silent for the
+// timeout (then true). Each verdict is counted and *next moved past its image;
+// *in_progress is the image started and not finished (-1: none).
+bool CrashTracker::read_verdicts(int fd, uint64_t point, const std::vector<Image>& images,
+                                 const std::string& context, size_t* next,
+                                 int64_t* in_progress) {
+  for (;;) {
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000));
+    MessageHeader h;
+    int r = ReadExact(fd, &h, sizeof(h), deadline);
+    if (r < 0) return true;
+    if (r == 0) return false;
+    std::string text(h.length, '\0');
+    if (h.length > 0 && ReadExact(fd, text.data(), h.length, deadline) != 1) return false;
+    if (h.kind == kStart) {
+      *in_progress = h.image;
+      continue;
+    }
+    ++report_.images;
+    *in_progress = -1;
+    *next = h.image + 1;
+    if (h.kind == kFail) record_failure(point, images[h.image].name, context, std::move(text));
   }
 }
 

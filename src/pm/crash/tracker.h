@@ -179,6 +179,15 @@ class CrashTracker : public PersistHook {
   std::vector<Image> build_images(uint64_t point) const;
   Status sync_file(size_t extent);
   void run_images(uint64_t point, const std::vector<Image>& images, const std::string& context);
+  void run_images_in_process(uint64_t point, const std::vector<Image>& images,
+                             const std::string& context);
+  bool run_images_in_child(uint64_t point, const std::vector<Image>& images,
+                           const std::string& context, size_t* next);
+  [[noreturn]] void verify_in_child(int read_fd, int write_fd, uint64_t point,
+                                    const std::vector<Image>& images, size_t first);
+  bool read_verdicts(int fd, uint64_t point, const std::vector<Image>& images,
+                     const std::string& context, size_t* next, int64_t* in_progress);
+  void patch_image(const Image& image, bool restore);
   void restore_undecided_in_file();
   void record_failure(uint64_t point, const std::string& image, const std::string& context,
                       std::string message);

@@ -1,0 +1,224 @@
+#include "bench/worker.h"
+
+#include <cstring>
+#include <functional>
+
+namespace pmindex::bench {
+
+// Inserts ids claimed from space.hi until `end` (load, preload, the insert micro-workload).
+// Ids are claimed as the operations run, not drawn beforehand: with several threads and a
+// --seconds cap, ids handed out in advance would leave holes in [lo, hi). Encoding a claimed
+// id is a multiply and a byte swap for int keys; single-threaded the claim is a plain load
+// and store (Take).
+bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r) {
+  const double nspc = NanosPerCycle();
+  char buf[KeyCodec::kBufferSize];
+  for (uint64_t i = 0;; i++) {
+    if ((i & 255) == 0 && stop()) break;
+    const uint64_t id = Take(ctx.space->hi, ctx.shared);
+    if (id >= end) {
+      Give(ctx.space->hi, ctx.shared);
+      break;
+    }
+    const std::string_view key = ctx.codec->encode(id, buf);
+    const Status s = Measured(r, nspc, [&] { return ctx.index->insert(key, IntValue(id)); });
+    if (!s.ok()) {
+      r.failed++;
+      if (!s.IsAlreadyExists()) r.error(s);
+    } else {
+      r.logical_bytes += key.size() + 8;
+    }
+  }
+  return false;
+}
+
+void MixStream::prepare(int c, int chunks) {
+  const uint64_t from = ops_ * static_cast<uint64_t>(c) / static_cast<uint64_t>(chunks);
+  const uint64_t to = ops_ * static_cast<uint64_t>(c + 1) / static_cast<uint64_t>(chunks);
+  first_ = from;
+  count_ = to - from;
+  kinds_.resize(count_);
+  sizes_.resize(count_);
+  keys_.resize(count_ * stride_);
+  const OpMix& m = w_.mix;
+  const uint32_t c_read = m.read, c_update = c_read + m.update, c_insert = c_update + m.insert,
+                 c_scan = c_insert + m.scan, c_rmw = c_scan + m.rmw;
+  for (uint64_t j = 0; j < count_; j++) {
+    const uint32_t dice = static_cast<uint32_t>(rng_.uniform(100));
+    OpKind k;
+    if (dice < c_read) {
+      k = OpKind::kLookup;
+    } else if (dice < c_update) {
+      k = OpKind::kUpdate;
+    } else if (dice < c_insert) {
+      k = OpKind::kInsert;
+      inserts_++;
+    } else if (dice < c_scan) {
+      k = OpKind::kScan;
+    } else if (dice < c_rmw) {
+      k = OpKind::kReadModifyWrite;
+    } else {
+      k = OpKind::kRemove;
+    }
+    kinds_[j] = k;
+    sizes_[j] = 0;
+    if (k != OpKind::kInsert && k != OpKind::kRemove) {
+      sizes_[j] = static_cast<uint16_t>(
+          ctx_.codec->encode(choose(), buf_).size());
+      std::memcpy(&keys_[j * stride_], buf_, sizes_[j]);
+    }
+  }
+}
+
+bool MixStream::run(const StopCheck& stop, ThreadResult& r) {
+  const double nspc = NanosPerCycle();
+  Index* const index = ctx_.index;
+  const uint32_t scan_length = ctx_.config->scan_length;
+  for (uint64_t j = 0; j < count_; j++) {
+    if ((j & 255) == 0 && stop()) return false;
+    const uint64_t i = first_ + j;
+    const std::string_view key(&keys_[j * stride_], sizes_[j]);
+    switch (kinds_[j]) {
+      case OpKind::kLookup: {
+        const bool found = Measured(r, nspc, [&] { return index->lookup(key, &value_).ok(); });
+        if (!found) r.failed++;
+        break;
+      }
+      case OpKind::kUpdate: {
+        const Status s =
+            Measured(r, nspc, [&] { return index->update(key, IntValue(tag_ | i)); });
+        Written(s, key, r, /*insert=*/false);
+        break;
+      }
+      case OpKind::kInsert: {
+        const uint64_t id = Take(ctx_.space->hi, ctx_.shared);
+        const std::string_view k = ctx_.codec->encode(id, buf_);
+        const Status s = Measured(r, nspc, [&] { return index->insert(k, IntValue(id)); });
+        Written(s, k, r, /*insert=*/true);
+        break;
+      }
+      case OpKind::kScan: {
+        const size_t got = Measured(r, nspc, [&] {
+          return index->scan(key, scan_length, [&](std::string_view sk, std::string_view sv) {
+            scanned_ += sk.size() + sv.size();
+            return true;
+          });
+        });
+        if (got == 0) r.failed++;
+        break;
+      }
+      case OpKind::kReadModifyWrite: {
+        const Status s = Measured(r, nspc, [&] {
+          if (!index->lookup(key, &value_).ok()) return Status::NotFound();
+          return index->update(key, IntValue(IntValue::Decode(value_) + 1));
+        });
+        Written(s, key, r, /*insert=*/false);
+        break;
+      }
+      case OpKind::kRemove: {
+        const uint64_t id = Take(ctx_.space->lo, ctx_.shared);
+        if (id >= hi_) {
+          Give(ctx_.space->lo, ctx_.shared);
+          return false;  // every key is gone
+        }
+        const std::string_view k = ctx_.codec->encode(id, buf_);
+        const Status s = Measured(r, nspc, [&] { return index->remove(k); });
+        if (!s.ok()) {
+          r.failed++;
+          if (!s.IsNotFound()) r.error(s);
+        } else {
+          r.logical_bytes += k.size();
+        }
+        break;
+      }
+      case OpKind::kUpsert:
+        break;  // no mix draws it
+    }
+  }
+  asm volatile("" : : "r"(scanned_));
+  return first_ + count_ < ops_;
+}
+
+uint64_t MixStream::choose() {
+  switch (kind_) {
+    case Distribution::Kind::kUniform:
+      return lo_ + rng_.uniform(n_);
+    case Distribution::Kind::kZipfian:
+      return lo_ + zipf_->next(rng_);
+    case Distribution::Kind::kSequential:
+      return lo_ + (cursor_++ % n_);
+    case Distribution::Kind::kLatest: {
+      const uint64_t now_hi = hi_ + inserts_ * static_cast<uint64_t>(threads_);
+      return lo_ + latest_.next(rng_, now_hi > lo_ ? now_hi - lo_ : 1);
+    }
+  }
+  return lo_;
+}
+
+void MixStream::Written(const Status& s, std::string_view key, ThreadResult& r, bool insert) {
+  if (!s.ok()) {
+    r.failed++;
+    if (!(insert ? s.IsAlreadyExists() : s.IsNotFound())) r.error(s);
+  } else {
+    r.logical_bytes += key.size() + 8;
+  }
+}
+
+bool TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& mine,
+                 const StopCheck& stop, ThreadResult& r) {
+  const double nspc = NanosPerCycle();
+  std::string value;
+  uint64_t scanned = 0;
+  for (size_t i = 0; i < mine.size(); i++) {
+    if ((i & 255) == 0 && stop()) break;
+    const TraceOp& op = trace.ops[mine[i]];
+    const std::string_view key = trace.key(op);
+    const Status s = Measured(r, nspc, [&] {
+      switch (op.kind) {
+        case OpKind::kInsert:
+          return index->insert(key, IntValue(op.line));
+        case OpKind::kUpdate:
+          return index->update(key, IntValue(op.line));
+        case OpKind::kLookup:
+          return index->lookup(key, &value);
+        case OpKind::kScan:
+          if (index->scan(key, op.scan_count, [&](std::string_view k, std::string_view v) {
+                scanned += k.size() + v.size();
+                return true;
+              }) == 0 &&
+              op.scan_count > 0) {
+            return Status::NotFound();
+          }
+          return Status::OK();
+        case OpKind::kRemove:
+          return index->remove(key);
+        case OpKind::kUpsert:
+        case OpKind::kReadModifyWrite:
+          break;  // no trace verb (ParseTrace)
+      }
+      return Status::OK();
+    });
+    if (!s.ok()) {
+      r.failed++;
+      if (!s.IsNotFound() && !s.IsAlreadyExists()) r.error(s);
+    } else if (op.kind == OpKind::kInsert || op.kind == OpKind::kUpdate) {
+      r.logical_bytes += key.size() + 8;
+    } else if (op.kind == OpKind::kRemove) {
+      r.logical_bytes += key.size();
+    }
+  }
+  asm volatile("" : : "r"(scanned));
+  return false;
+}
+
+std::vector<std::vector<uint32_t>> PartitionTrace(const Trace& trace, int threads) {
+  std::vector<std::vector<uint32_t>> parts(threads);
+  for (size_t i = 0; i < trace.ops.size(); i++) {
+    const size_t t = threads == 1 ? 0 : std::hash<std::string_view>()(trace.key(trace.ops[i])) %
+                                            static_cast<size_t>(threads);
+    parts[t].push_back(static_cast<uint32_t>(i));
+  }
+  return parts;
+}
+
+}  // namespace pmindex::bench
