@@ -103,7 +103,9 @@ TEST(ScenarioTable, RegistrationsNameKnownScenarios) {
     }
   }
   for (const MutantInfo& m : RegisteredMutants()) {
-    if (!m.scenario.empty()) EXPECT_NE(FindScenario(m.scenario), nullptr) << m.name;
+    if (!m.scenario.empty()) {
+      EXPECT_NE(FindScenario(m.scenario), nullptr) << m.name;
+    }
   }
 }
 
