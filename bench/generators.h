@@ -41,14 +41,7 @@ class Rng {
   uint64_t s_[4];
 };
 
-// splitmix64 finalizer: a bijective 64-bit mix. Inline, so that the crash campaign
-// (crashtest/) uses this one without linking the workbench.
-inline uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using pm::Mix64;  // src/pm/mix64.h
 // YCSB's Utils.fnvhash64 (FNV-1a over the 8 bytes of v, then absolute value as a Java long).
 uint64_t FnvHash64(uint64_t v);
 

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "pm/mix64.h"
 #include "pm/pool_format.h"
 
 namespace pmindex::pm::crash {
@@ -22,19 +23,14 @@ namespace {
 constexpr size_t kPage = 4096;
 constexpr size_t kWordsPerLine = kCacheLine / 8;
 
-uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using pm::Mix64;
 
 // A small deterministic generator for image choices: the same (seed, point, image) always
 // gives the same subset, which is what makes a printed image name replayable.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(Mix(seed)) {}
-  uint64_t next() { return state_ = Mix(state_); }
+  explicit Rng(uint64_t seed) : state_(Mix64(seed)) {}
+  uint64_t next() { return state_ = Mix64(state_); }
 
  private:
   uint64_t state_;
@@ -240,7 +236,7 @@ bool CrashTracker::selected(uint64_t point) {
   if (!options_.points.empty())
     return std::binary_search(options_.points.begin(), options_.points.end(), point);
   if (options_.point_probability >= 1.0) return true;
-  const double u = static_cast<double>(Mix(options_.seed ^ Mix(point)) >> 11) * 0x1.0p-53;
+  const double u = static_cast<double>(Mix64(options_.seed ^ Mix64(point)) >> 11) * 0x1.0p-53;
   return u < options_.point_probability;
 }
 
@@ -275,7 +271,7 @@ std::vector<CrashTracker::Image> CrashTracker::build_images(uint64_t point) cons
     std::vector<size_t> lines(n);
     for (size_t i = 0; i < n; ++i) lines[i] = i;
     if (n > options_.max_flip_lines) {  // a seeded sample of the lines to flip
-      Rng rng(options_.seed ^ Mix(point) ^ 0x666c6970);
+      Rng rng(options_.seed ^ Mix64(point) ^ 0x666c6970);
       for (size_t i = 0; i < options_.max_flip_lines; ++i)
         std::swap(lines[i], lines[i + rng.next() % (n - i)]);
       lines.resize(options_.max_flip_lines);
@@ -294,7 +290,7 @@ std::vector<CrashTracker::Image> CrashTracker::build_images(uint64_t point) cons
   }
   if (n > 1) {
     for (size_t j = 0; j < options_.random_images; ++j) {
-      Rng rng(options_.seed ^ Mix(point) ^ Mix(j) ^ 0x72616e64);
+      Rng rng(options_.seed ^ Mix64(point) ^ Mix64(j) ^ 0x72616e64);
       std::vector<uint8_t> m(n);
       for (size_t i = 0; i < n; ++i) m[i] = (rng.next() & 1) ? 0xFF : 0;
       add("rand:" + std::to_string(j), std::move(m));
@@ -302,7 +298,7 @@ std::vector<CrashTracker::Image> CrashTracker::build_images(uint64_t point) cons
   }
   if (n > 0) {
     for (size_t j = 0; j < options_.torn_images; ++j) {
-      Rng rng(options_.seed ^ Mix(point) ^ Mix(j) ^ 0x746f726e);
+      Rng rng(options_.seed ^ Mix64(point) ^ Mix64(j) ^ 0x746f726e);
       std::vector<uint8_t> m(n);
       for (size_t i = 0; i < n; ++i) m[i] = static_cast<uint8_t>(rng.next());
       add("torn:" + std::to_string(j), std::move(m));
@@ -368,11 +364,11 @@ void CrashTracker::check_point(uint64_t point) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // Skip the point if nothing was written since the previous checked one.
-  uint64_t digest = Mix(durable_version_ ^ 0x6469676573740000ull);
+  uint64_t digest = Mix64(durable_version_ ^ 0x6469676573740000ull);
   for (size_t i = 0; i < undecided_.size(); ++i) {
-    digest = Mix(digest ^ undecided_[i]);
+    digest = Mix64(digest ^ undecided_[i]);
     const uint64_t* w = reinterpret_cast<const uint64_t*>(undecided_new_[i].data());
-    for (size_t k = 0; k < kWordsPerLine; ++k) digest = Mix(digest ^ w[k]);
+    for (size_t k = 0; k < kWordsPerLine; ++k) digest = Mix64(digest ^ w[k]);
   }
   if (have_digest_ && digest == last_digest_ && options_.only_point == 0) {
     ++report_.points_skipped;
