@@ -86,7 +86,8 @@ std::vector<std::string> FailuresOf(const std::function<void()>& check) {
   }
   std::vector<std::string> out;
   for (int i = 0; i < results.size(); ++i) {
-    if (results.GetTestPartResult(i).failed()) out.push_back(results.GetTestPartResult(i).message());
+    const ::testing::TestPartResult& r = results.GetTestPartResult(i);
+    if (r.failed()) out.push_back(r.message());
   }
   return out;
 }

@@ -1,8 +1,9 @@
 // The radix trees with concurrent readers: one writer inserting and removing while readers
-// look up keys the writer has published and scan in order (readers and writer start at a
-// barrier, and the writer waits half-way until each reader has read: they overlap); lock-free lookups (WORT, WOART)
+// look up keys the writer has published and scan in order; lock-free lookups (WORT, WOART)
 // against a writer that inserts, updates in place and with new leaves, removes, grows and
-// shrinks nodes and splits prefixes. Run under TSan too.
+// shrinks nodes and splits prefixes. Readers and writer start at a barrier and the writer
+// waits half-way until each reader has read, so they overlap however they are scheduled.
+// Run under TSan too.
 #include <gtest/gtest.h>
 
 #include <atomic>
