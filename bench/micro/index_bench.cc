@@ -18,7 +18,9 @@
 //   index_bench [--keys=N] [--ops=N] [--index=a,b] [--pool-dir=DIR] [benchmark flags]
 //
 // Benchmarks run in registration order, lookup before insert per index, and an index's pool
-// is removed when the next index starts.
+// is removed when the next index starts. Exit status 1 if any benchmark saw a wrong result (a
+// pool not created, a load or insert that failed, a lookup that missed a loaded key), so the
+// smoke test (bench_micro_smoke) fails on it; Google Benchmark alone only reports the error.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -108,6 +110,13 @@ struct Fixture {
 };
 
 std::unique_ptr<Fixture> g_fixture;
+int g_wrong_results = 0;  // benchmarks that saw one (the exit status)
+
+// Reports a wrong result: the benchmark is marked as errored and the run will exit 1.
+void Fail(benchmark::State& state, const std::string& why) {
+  ++g_wrong_results;
+  state.SkipWithError(why.c_str());
+}
 
 Fixture* Get(const std::string& name) {
   if (g_fixture == nullptr || g_fixture->name != name) {
@@ -127,7 +136,7 @@ void SetLabel(benchmark::State& state, Fixture& f) {
 void BM_Lookup(benchmark::State& state, const std::string& name) {
   Fixture* f = Get(name);
   if (!f->error.empty()) {
-    state.SkipWithError(f->error.c_str());
+    Fail(state, f->error);
     return;
   }
   Index* index = f->index.get();
@@ -138,7 +147,7 @@ void BM_Lookup(benchmark::State& state, const std::string& name) {
     missed += !index->lookup(keys[i], &value).ok();
     if (++i == keys.size()) i = 0;
   }
-  if (missed > 0) state.SkipWithError("lookups missed loaded keys");
+  if (missed > 0) Fail(state, std::to_string(missed) + " lookups missed loaded keys");
   state.SetItemsProcessed(state.iterations());
   SetLabel(state, *f);
 }
@@ -146,7 +155,7 @@ void BM_Lookup(benchmark::State& state, const std::string& name) {
 void BM_Insert(benchmark::State& state, const std::string& name) {
   Fixture* f = Get(name);
   if (!f->error.empty()) {
-    state.SkipWithError(f->error.c_str());
+    Fail(state, f->error);
     return;
   }
   if (f->next_id + g_flags.ops > g_flags.keys + kInsertRounds * g_flags.ops) {
@@ -165,7 +174,7 @@ void BM_Insert(benchmark::State& state, const std::string& name) {
     failed += !index->insert(keys[i], IntValue(first + i)).ok();
     i++;
   }
-  if (failed > 0) state.SkipWithError("inserts failed");
+  if (failed > 0) Fail(state, std::to_string(failed) + " inserts failed");
   state.SetItemsProcessed(state.iterations());
   SetLabel(state, *f);
 }
@@ -240,5 +249,10 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   pmindex::g_fixture.reset();
+  if (pmindex::g_wrong_results > 0) {
+    std::fprintf(stderr, "index_bench: %d benchmarks saw wrong results\n",
+                 pmindex::g_wrong_results);
+    return 1;
+  }
   return 0;
 }

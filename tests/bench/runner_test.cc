@@ -5,6 +5,8 @@
 #include "bench/runner.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -59,18 +61,51 @@ const BenchResult* Find(const BenchReport& r, const std::string& index, const st
   return nullptr;
 }
 
+// Seconds of the load phase of a first run in a fresh process (forked: its cycle counter not
+// yet calibrated, as long as this one's is not), or a negative value if the run failed.
+double FirstLoadSecondsInFreshProcess(const TempDir& dir) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // the child: no gtest, no destructors
+    ::close(fds[0]);
+    BenchConfig c = SmallConfig(dir, {"stdmap"}, "load", 300, 300);
+    c.latency_sample = 1;  // every operation stamped: the first one would calibrate
+    BenchReport report;
+    double seconds = -1;
+    if (RunBench(c, &report).ok()) {
+      if (const BenchResult* load = Find(report, "stdmap", "load")) seconds = load->seconds;
+    }
+    const bool written = ::write(fds[1], &seconds, sizeof(seconds)) == sizeof(seconds);
+    ::_exit(written ? 0 : 1);
+  }
+  ::close(fds[1]);
+  double seconds = -1;
+  if (pid < 0 || ::read(fds[0], &seconds, sizeof(seconds)) != sizeof(seconds)) seconds = -1;
+  ::close(fds[0]);
+  int status = 0;
+  if (pid > 0) ::waitpid(pid, &status, 0);
+  return seconds;
+}
+
 // The cycle counter's one-time calibration (a 20 ms sleep) happens before the first phase's
-// clock starts, not in the first latency sample of its workers. First in this file: later
-// tests run with the counter already calibrated (one process).
+// clock starts, not in the first latency sample of its workers. 300 inserts into a std::map
+// take far less than the calibration's 20 ms; a loaded machine may stretch one run past
+// 15 ms, but not five in a row, while a timed calibration makes every run slower than 20 ms.
+// Each run is the first of a fresh process: first in this file, so that this process has not
+// calibrated yet (later tests run with the counter calibrated).
 TEST(RunnerTest, FirstPhaseDoesNotTimeTheCycleCalibration) {
   TempDir dir;
-  BenchConfig c = SmallConfig(dir, {"stdmap"}, "load", 300, 300);
-  c.latency_sample = 1;  // every operation stamped: the first one would calibrate
-  BenchReport report;
-  ASSERT_TRUE(RunBench(c, &report).ok());
-  const BenchResult* load = Find(report, "stdmap", "load");
-  ASSERT_NE(load, nullptr);
-  EXPECT_LT(load->seconds, 0.015) << "300 inserts into a std::map took the calibration's 20 ms";
+  std::string runs;
+  bool fast = false;
+  for (int attempt = 0; attempt < 5 && !fast; ++attempt) {
+    const double seconds = FirstLoadSecondsInFreshProcess(dir);
+    ASSERT_GE(seconds, 0.0) << "the run in the forked process failed";
+    runs += " " + std::to_string(seconds * 1e3) + " ms";
+    fast = seconds < 0.015;
+  }
+  EXPECT_TRUE(fast) << "300 inserts into a std::map took the calibration's 20 ms every time:"
+                    << runs;
 }
 
 TEST(RunnerTest, JsonHasTheIssueShape) {

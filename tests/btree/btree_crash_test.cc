@@ -102,7 +102,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MutantCase{"fptree", "fptree.bitmap_before_kv", false},
                       MutantCase{"rntree", "rntree.skip_kv_persist", false},
                       MutantCase{"rntree-ds", "rntree.skip_kv_persist", false},
-                      MutantCase{"rntree", "rntree.single_slot_line", true}),
+                      MutantCase{"rntree", "rntree.single_slot_line", true},
+                      MutantCase{"rntree", "rntree.skip_slot_persist", false},
+                      MutantCase{"rntree-ds", "rntree.skip_slot_persist", false}),
     [](const auto& info) {
       std::string m = info.param.index + "_" + info.param.mutant;
       for (char& c : m) {

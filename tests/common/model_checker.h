@@ -124,6 +124,13 @@ class ModelChecker {
     index_.reset();
   }
 
+  // Replaces the index by wrap(index) (a wrapper that forwards to it: tests of the checker
+  // itself). The model stays; reopen() opens the plain index again.
+  template <typename Wrap>
+  void wrap(Wrap&& wrap) {
+    index_ = wrap(std::move(index_));
+  }
+
   Index& index() { return *index_; }
   const Model& model() const { return model_; }
   uint64_t seed() const { return seed_; }

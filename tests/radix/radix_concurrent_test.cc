@@ -1,7 +1,9 @@
 // The radix trees with concurrent readers: one writer inserting and removing while readers
 // look up keys the writer has published and scan in order; lock-free lookups (WORT, WOART)
 // against a writer that inserts, updates in place and with new leaves, removes, grows and
-// shrinks nodes and splits prefixes. Run under TSan too.
+// shrinks nodes and splits prefixes. Readers and writer start at a barrier and the writer
+// waits half-way until each reader has read, so they overlap however they are scheduled.
+// Run under TSan too.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -34,8 +36,18 @@ TEST_P(RadixConcurrentTest, ReadersSeePublishedKeysWhileOneWriterRuns) {
   const uint64_t n = Scale(4000);
   std::atomic<uint64_t> published{0};
   std::atomic<bool> failed{false};
+  constexpr int kReaders = 3;
+  std::atomic<int> ready{0};  // start barrier: the writer waits for the readers
+  // Lookups each reader did while the writer was still running; the writer waits half-way
+  // until every reader has done one, so they overlap however the threads are scheduled.
+  std::vector<std::atomic<uint64_t>> overlapping(kReaders);
+  std::atomic<int> readers_started{0};
   std::thread writer([&] {
+    while (ready.load() < kReaders) std::this_thread::yield();
     for (uint64_t i = 0; i < n; ++i) {
+      if (i == n / 2) {
+        while (readers_started.load() < kReaders) std::this_thread::yield();
+      }
       // Keys with long shared prefixes so that splits (and their header rewrites) happen.
       const std::string key = "k/" + std::to_string(KeyGen::Mix(i) % 1000) + "/" + std::to_string(i);
       if (!index.insert(key, IntValue(i)).ok()) failed = true;
@@ -45,13 +57,17 @@ TEST_P(RadixConcurrentTest, ReadersSeePublishedKeysWhileOneWriterRuns) {
     }
   });
   std::vector<std::thread> readers;
-  for (int t = 0; t < 3; ++t) {
+  for (int t = 0; t < kReaders; ++t) {
     readers.emplace_back([&, t] {
       std::mt19937_64 rng(t);
       std::string value;
+      ready.fetch_add(1);
       while (published.load(std::memory_order_acquire) < n) {
         const uint64_t p = published.load(std::memory_order_acquire);
-        if (p == 0) continue;
+        if (p == 0) {
+          std::this_thread::yield();
+          continue;
+        }
         const uint64_t i = rng() % p;
         const std::string key = "k/" + std::to_string(KeyGen::Mix(i) % 1000) + "/" + std::to_string(i);
         if (!index.lookup(key, &value).ok() || IntValue::Decode(value) != i) failed = true;
@@ -61,12 +77,16 @@ TEST_P(RadixConcurrentTest, ReadersSeePublishedKeysWhileOneWriterRuns) {
           prev.assign(k);
           return true;
         });
+        if (overlapping[t].fetch_add(1) == 0) readers_started.fetch_add(1);
       }
     });
   }
   writer.join();
   for (auto& r : readers) r.join();
   EXPECT_FALSE(failed.load());
+  for (int t = 0; t < kReaders; ++t) {
+    EXPECT_GT(overlapping[t].load(), 0u) << "reader " << t << " never ran beside the writer";
+  }
   EXPECT_EQ(index.stats().keys, n);
   EXPECT_TRUE(index.verify().ok());
 }
@@ -127,9 +147,19 @@ TEST_P(RadixConcurrentTest, LookupsSeeWrittenValuesWhileOneWriterChurns) {
   auto stable_in = std::make_unique<std::atomic<bool>[]>(n);  // inserted, never removed
   std::atomic<bool> done{false}, failed{false};
   std::atomic<uint64_t> found{0};
+  constexpr int kReaders = 3;
+  std::atomic<int> ready{0};  // start barrier: the writer waits for the readers
+  // Lookups each reader did before the writer finished; the writer waits at the middle round
+  // until every reader has done one.
+  std::vector<std::atomic<uint64_t>> overlapping(kReaders);
+  std::atomic<int> readers_started{0};
   std::map<std::string, std::string> model;
   std::thread writer([&] {
+    while (ready.load() < kReaders) std::this_thread::yield();
     for (int r = 0; r < rounds; ++r) {
+      if (r == rounds / 2) {
+        while (readers_started.load() < kReaders) std::this_thread::yield();
+      }
       for (uint32_t j = 0; j < n; ++j) {
         const uint32_t i = static_cast<uint32_t>(KeyGen::Mix(j + seed) % n);
         const std::string key = ChurnKey(i);
@@ -155,11 +185,12 @@ TEST_P(RadixConcurrentTest, LookupsSeeWrittenValuesWhileOneWriterChurns) {
     done.store(true, std::memory_order_release);
   });
   std::vector<std::thread> readers;
-  for (int t = 0; t < 3; ++t) {
+  for (int t = 0; t < kReaders; ++t) {
     readers.emplace_back([&, t] {
       std::mt19937_64 rng(seed + t);
       std::string value;
       uint64_t hits = 0;
+      ready.fetch_add(1);
       while (!done.load(std::memory_order_acquire)) {
         const uint32_t i = static_cast<uint32_t>(rng() % n);
         const bool must = stable_in[i].load(std::memory_order_acquire);
@@ -170,6 +201,7 @@ TEST_P(RadixConcurrentTest, LookupsSeeWrittenValuesWhileOneWriterChurns) {
         } else if (!s.IsNotFound() || must) {
           failed = true;
         }
+        if (overlapping[t].fetch_add(1) == 0) readers_started.fetch_add(1);
         if (rng() % 64 == 0) {  // scans (under the reader lock) see written values too
           std::string prev;
           index.scan(ChurnKey(i), 20, [&](std::string_view k, std::string_view v) {
@@ -189,6 +221,9 @@ TEST_P(RadixConcurrentTest, LookupsSeeWrittenValuesWhileOneWriterChurns) {
   for (auto& r : readers) r.join();
   EXPECT_FALSE(failed.load()) << "seed " << seed;
   EXPECT_GT(found.load(), 0u);
+  for (int t = 0; t < kReaders; ++t) {
+    EXPECT_GT(overlapping[t].load(), 0u) << "reader " << t << " never ran beside the writer";
+  }
   ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(index, model)) << "seed " << seed;
   EXPECT_EQ(index.stats().keys, model.size());
   EXPECT_TRUE(index.verify().ok());

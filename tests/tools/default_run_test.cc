@@ -1,5 +1,6 @@
 // Bare `pmindex` runs every registered index and baseline on load, a, c and e, and must
-// finish in under two minutes on a 2-core machine (issue 3 acceptance). Labelled long.
+// finish in under two minutes on a 2-core machine. Labelled long, and RUN_SERIAL: ctest runs
+// it alone, not beside the long crash campaigns that would take its cores.
 #include <gtest/gtest.h>
 
 #include "common/test_util.h"

@@ -343,7 +343,9 @@ struct RNTreeLayout {
     const uint32_t cur = l->cur;
     const uint32_t target = pm::mutant("rntree.single_slot_line") ? cur : 1 - cur;
     StoreLine(&l->line[target], w0, w1, w2, w3, w4, w5, w6, w7);
-    pc.persist(&l->line[target], sizeof(RNSlotLine));  // commit (see the crash argument)
+    if (!pm::mutant("rntree.skip_slot_persist")) {
+      pc.persist(&l->line[target], sizeof(RNSlotLine));  // commit (see the crash argument)
+    }
     Store(l->cur, target);
     if constexpr (kDual) {  // readers see it only now that it is durable
       const uint32_t s = Load(l->ds_seq);  // atomic: validating readers RMW it (TSan)
