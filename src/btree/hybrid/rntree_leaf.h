@@ -118,7 +118,9 @@ struct RNTreeLayout {
     return {{"rntree.skip_kv_persist",
              "the log entry is not persisted before the slot line names it", ""},
             {"rntree.single_slot_line",
-             "the slot line is rewritten in place (a torn line loses the state)", ""}};
+             "the slot line is rewritten in place (a torn line loses the state)", ""},
+            {"rntree.skip_slot_persist",
+             "the new slot line is not persisted before the write returns", ""}};
   }
   static constexpr const char* kDescription =
       kDual ? "RNTree leaves with the dual (transient) slot array for readers"
