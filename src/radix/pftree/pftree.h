@@ -352,6 +352,9 @@ class PFTree final : public Index, private pm::Reclaimer {
 
   // lo..hi >= 0: ref is a shared leaf for key bytes [lo, hi] after `path`.
   Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int lo = -1, int hi = -1);
+  // VerifyNode's two kinds of node, at a reference inside the pool.
+  Status VerifyLeaf(uint64_t ref, const std::string& path, uint64_t* keys, int lo, int hi);
+  Status VerifyInner(uint64_t ref, std::string& path, uint64_t* keys);
   Status RecoverNode(uint64_t ref, size_t depth);
   Status VisitNode(uint64_t ref, BlockVisitor& visitor);
   void StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]);
