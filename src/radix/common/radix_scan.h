@@ -70,8 +70,11 @@ class RadixScan {
   RadixScan(const Access& access, ScanStack<Word>& st) : a_(access), st_(st) {}
 
   // One chunk: the words of up to st.need leaves with key >= start, in key order, into
-  // st.leaves.
-  void Run(std::string_view start) {
+  // st.leaves. The descent and the walk (the always_inline phases) are compiled into this
+  // one function, kept out of the caller's loop over chunks, as the scans were before
+  // RadixScan: left to GCC, WOART's walk called Expand once per node (its node dispatch is
+  // large) and ran 7% more instructions per scan.
+  [[gnu::noinline]] void Run(std::string_view start) {
     Descend(start);
     // The path's right children, deepest level first, under the word the descent ended on.
     path_.PushRecorded(st_, [this](Word w, unsigned from, size_t d, bool under) {
@@ -86,7 +89,7 @@ class RadixScan {
  private:
   // The descent: the words right of the path to `start`, nearest on top (or recorded in
   // path_, to be pushed after it).
-  void Descend(std::string_view start) {
+  [[gnu::always_inline]] void Descend(std::string_view start) {
     const uint8_t* s = Bytes(start);
     const size_t su = Access::Units(start.size());
     Word w = a_.Root();
@@ -154,7 +157,7 @@ class RadixScan {
 
   // The node's end word (if any) and children in key order into kids_, the first `limit`
   // (>= 1) of them; their count.
-  size_t AllChildren(Word w, size_t limit) {
+  [[gnu::always_inline]] size_t AllChildren(Word w, size_t limit) {
     const Word end = a_.End(w);
     size_t k;
     if (end == 0) {
@@ -166,7 +169,7 @@ class RadixScan {
     return std::min(k, limit);
   }
 
-  void Walk() {
+  [[gnu::always_inline]] void Walk() {
     while (st_.size != 0 && st_.need != 0) {
       Word w;
       size_t depth;
@@ -178,7 +181,7 @@ class RadixScan {
     }
   }
 
-  void Expand(Word w, size_t depth) {
+  [[gnu::always_inline]] void Expand(Word w, size_t depth) {
     const Node n = a_.Enter(w, depth);
     const size_t k = AllChildren(w, st_.need);
     // Again if the node was pre-expanded: a request for a line already in flight or cached
@@ -209,7 +212,7 @@ class RadixScan {
 
   // Pre-expands the next pending node below the `pushed` children just pushed, and requests
   // the pending word below it, which the next pre-expansion reads.
-  void PreExpand(size_t pushed) {
+  [[gnu::always_inline]] void PreExpand(size_t pushed) {
     Word y;
     if (!st_.TakeForPreExpansion(pushed, [this](Word c) { return !a_.IsLeaf(c); }, &y)) return;
     if (ChildrenPrefetched(y)) {
