@@ -44,7 +44,7 @@ class Art final : public Index {
 
  private:
   enum class PutMode { kInsert, kUpdate, kUpsert };
-  struct ScanState;
+  struct ScanAccess;  // RadixScan's view of the nodes
   struct Totals;
 
   Status Put(std::string_view key, std::string_view value, PutMode mode);
@@ -56,7 +56,6 @@ class Art final : public Index {
   static void Fixup(art::Ref* ref, art::Node* n, size_t depth);
   static void FreeTree(art::Ref r);
 
-  void ScanChunk(std::string_view start, ScanState& st) const;
   Status VerifyRef(art::Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t) const;
 
   IndexTraits traits_;

@@ -7,6 +7,7 @@
 #include "pm/prefetch.h"
 #include "radix/art/art.h"
 #include "radix/common/key.h"
+#include "radix/common/radix_scan.h"
 #include "radix/common/scan_stack.h"
 
 namespace pmindex::radix {
@@ -16,61 +17,77 @@ using art::Leaf;
 using art::Node;
 using art::Ref;
 
-// A scan is one descent and an in-order walk over a ScanStack of pending child references,
-// as PersistentRadixTree's (persistent_radix_tree_walk.h gives the reasons): the children
-// right of the path are pushed on the way down, a node's children are prefetched when it is
-// expanded, a node with node children pre-expands the next pending node, and leaves are read
-// only after the walk. A node's type is in the node, not in its reference, so a node is
-// prefetched as three lines whatever its type (Node4 and Node16 fit; a Node48 or Node256
-// reads more, in order).
-struct Art::ScanState : ScanStack<Ref> {};
+// The volatile ART's nodes to RadixScan (radix_scan.h). A node's type is in the node, not in
+// its reference, so a node is prefetched as three lines whatever its type (Node4 and Node16
+// fit; a Node48 or Node256 reads more, in order), the rest once its first line is read.
+struct Art::ScanAccess {
+  using Word = Ref;
+  using Node = const art::Node*;
+  static constexpr size_t kMaxChildren = 256;
+  static constexpr unsigned kStoredPrefix = art::kArtPrefix;
+  static constexpr bool kSizeInNode = true;
 
-namespace {
+  Ref root;
 
-// A leaf's first line and the line of its 19th byte: a leaf of an 8-byte key and an 8-byte
-// value (19 bytes) in a malloc block (16-byte aligned) crosses a line boundary one time in
-// four, and its value is then read from a second line. A node's first three lines.
-void ScanPrefetch(Ref r) {
-  const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
-  pm::PrefetchLine(p);
-  if (IsLeaf(r)) {
-    pm::PrefetchLine(p + offsetof(Leaf, data) + 15);
-  } else {
-    pm::PrefetchLine(p + 64);
-    pm::PrefetchLine(p + 128);
+  static size_t Units(size_t bytes) { return bytes; }
+  static uint8_t Unit(const uint8_t* key, size_t i) { return key[i]; }
+  static Node AsNode(Ref r) { return reinterpret_cast<Node>(r); }
+  Ref Root() const { return root; }
+  static bool IsLeaf(Ref r) { return art::IsLeaf(r); }
+  static std::string_view LeafKey(Ref r) { return art::AsLeaf(r)->key(); }
+  static Node Enter(Ref r, size_t /*depth*/) {
+    PrefetchRest(r);
+    return AsNode(r);
   }
-}
-
-// Once a node's first line (its type) is read: the rest of the lines a walk over its children
-// reads, requested together, so the index and the child slots are waited for once.
-void PrefetchRest(const Node* n) {
-  if (n->type == art::NodeType::k48)
-    pm::PrefetchLines(n, 192, sizeof(art::Node48));
-  else if (n->type == art::NodeType::k256)
-    pm::PrefetchLines(n, 192, 512);
-}
-
-// The first `limit` (>= 1) children from byte `from` in key order into kids; their count.
-// A scan never reaches more than it has leaves left to output (every child holds a key), so
-// the rest of a wide node is not read.
-size_t Children(const Node* n, int from, Ref* kids, size_t limit) {
-  size_t k = 0;
-  art::ForEachChild(n, from, [&](uint8_t, Ref c) {
-    kids[k++] = c;
-    return k < limit;
-  });
-  return k;
-}
-
-// The end reference (if any) and the children in key order, the first `limit` (>= 1) of
-// them, into kids; their count.
-size_t AllChildren(const Node* n, Ref* kids, size_t limit) {
-  if (n->end == 0) return Children(n, -1, kids, limit);
-  kids[0] = n->end;
-  return limit == 1 ? 1 : 1 + Children(n, -1, kids + 1, limit - 1);
-}
-
-}  // namespace
+  static size_t PrefixLen(Node n) { return n->prefix_len; }
+  static uint8_t StoredPrefixUnit(Node n, size_t j) { return n->prefix[j]; }
+  static const uint8_t* AnyLeafKey(Ref r) { return Art::AnyLeaf(r)->key_ptr(); }
+  static Ref End(Ref r) { return AsNode(r)->end; }
+  // The first `limit` (>= 1) children from byte `from` in key order into kids; their count.
+  // A scan never reaches more than it has leaves left to output (every child holds a key),
+  // so the rest of a wide node is not read.
+  static size_t Children(Ref r, unsigned from, Ref* kids, size_t limit) {
+    size_t k = 0;
+    art::ForEachChild(AsNode(r), static_cast<int>(from), [&](uint8_t, Ref c) {
+      kids[k++] = c;
+      return k < limit;
+    });
+    return k;
+  }
+  static Ref FindChild(Ref r, uint8_t b) {
+    const Ref* slot = art::FindChild(reinterpret_cast<art::Node*>(r), b);
+    return slot != nullptr ? *slot : 0;
+  }
+  // A leaf's first line and the line of its 19th byte: a leaf of an 8-byte key and an 8-byte
+  // value (19 bytes) in a malloc block (16-byte aligned) crosses a line boundary one time in
+  // four, and its value is then read from a second line. A node's first three lines.
+  static void Prefetch(Ref r) {
+    const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
+    pm::PrefetchLine(p);
+    if (IsLeaf(r)) {
+      pm::PrefetchLine(p + offsetof(Leaf, data) + 15);
+    } else {
+      pm::PrefetchLine(p + 64);
+      pm::PrefetchLine(p + 128);
+    }
+  }
+  // The rest of the lines a walk over the children reads, requested together, so the index
+  // and the child slots are waited for once.
+  static void PrefetchRest(Ref r) {
+    const Node n = AsNode(r);
+    if (n->type == art::NodeType::k48)
+      pm::PrefetchLines(n, 192, sizeof(art::Node48));
+    else if (n->type == art::NodeType::k256)
+      pm::PrefetchLines(n, 192, 512);
+  }
+  static bool ChildrenInFirstLines(Ref r) {
+    const Node n = AsNode(r);
+    return n->type == art::NodeType::k4 || n->type == art::NodeType::k16;
+  }
+  static void PrefetchWhole(Ref r) {
+    pm::PrefetchLines(AsNode(r), 192, art::NodeBytes(AsNode(r)->type));
+  }
+};
 
 struct Art::Totals {
   uint64_t nodes[4] = {};
@@ -78,115 +95,14 @@ struct Art::Totals {
   uint64_t bytes = 0;
 };
 
-void Art::ScanChunk(std::string_view start, ScanState& st) const {
-  Ref kids[257];
-  // Requests a path level's nearest right children, during the descent (as
-  // PersistentRadixTree's walk).
-  auto prefetch_level = [&](const Node* node, unsigned from) {
-    const size_t k = Children(node, static_cast<int>(from), kids, kScanPathPrefetch);
-    for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
-  };
-  // Pushes a path level's right children (on top, or under what is kept).
-  auto push_level = [&](Ref node, unsigned from, size_t d, bool under) {
-    const size_t got = Children(reinterpret_cast<const Node*>(node), static_cast<int>(from),
-                                kids, st.need - (under ? st.size : 0));
-    if (under)
-      st.PushUnder(kids, got, d);
-    else
-      st.Push(kids, got, d);
-  };
-  ScanPath<Ref> path;
-  // Descent: the references right of the path to `start`, nearest on top.
-  const uint8_t* s = Bytes(start);
-  const size_t su = start.size();
-  Ref r = root_;
-  size_t depth = 0;
-  while (r != 0) {
-    if (IsLeaf(r)) {
-      if (art::AsLeaf(r)->key() >= start) st.Push(&r, 1, depth);
-      break;
-    }
-    auto* n = reinterpret_cast<const Node*>(r);
-    PrefetchRest(n);
-    const size_t pos = depth + n->prefix_len;
-    int order = 0;  // of the node's prefix against start's bytes there
-    if (n->prefix_len != 0) {
-      const uint8_t* ref = n->prefix_len > art::kArtPrefix ? AnyLeaf(r)->key_ptr() : nullptr;
-      for (size_t i = depth; i < pos && order == 0; ++i) {
-        if (i == su) {  // start ends inside the prefix: every key here is longer, so greater
-          order = 1;
-          break;
-        }
-        const uint8_t a = i - depth < art::kArtPrefix ? n->prefix[i - depth] : ref[i];
-        if (a != s[i]) order = a < s[i] ? -1 : 1;
-      }
-    }
-    if (order < 0) break;           // the whole subtree is below start
-    if (order > 0 || su == pos) {  // the whole subtree is at or above start
-      st.Push(&r, 1, depth);
-      break;
-    }
-    const uint8_t u = s[pos];  // the end leaf's key is a prefix of start: below
-    // The next block of the path is requested before this node's right children are
-    // collected.
-    const Ref* next = art::FindChild(const_cast<Node*>(n), u);
-    const Ref down = next != nullptr ? *next : 0;
-    if (down != 0) ScanPrefetch(down);
-    path.Step(r, u + 1u, pos + 1, push_level);
-    prefetch_level(n, u + 1u);
-    r = down;
-    depth = pos + 1;
-  }
-  // The path's right children, deepest level first, under the reference the descent ended
-  // on.
-  path.PushRecorded(st, push_level);
-  for (size_t i = 0; i < std::min(st.size, kScanStartPrefetch); ++i) ScanPrefetch(st.Peek(i));
-  // The walk.
-  while (st.size != 0 && st.need != 0) {
-    st.Pop(&r, &depth);
-    if (IsLeaf(r)) {
-      st.Output(r);
-      continue;
-    }
-    auto* n = reinterpret_cast<const Node*>(r);
-    PrefetchRest(n);
-    const size_t k = AllChildren(n, kids, st.need);
-    for (size_t i = 0; i < k; ++i) ScanPrefetch(kids[i]);
-    size_t i = 0;
-    while (i < k && IsLeaf(kids[i])) st.Output(kids[i++]);
-    if (i == k) {
-      // As PersistentRadixTree's walk requests the pending word after the next, in two
-      // steps, since a node's type (its size) is in its first line: the word after the next,
-      // whose first lines were requested one expansion ago, has the rest of its lines
-      // requested; the one after that its first lines.
-      if (st.size > 1 && !IsLeaf(st.Peek(1)))
-        PrefetchRest(reinterpret_cast<const Node*>(st.Peek(1)));
-      if (st.size > 2) ScanPrefetch(st.Peek(2));
-      continue;
-    }
-    const size_t pushed = st.Push(kids + i, k - i, depth + n->prefix_len + 1);
-    // Pre-expansion reads the next node's children only if they lie in the three lines
-    // prefetched (Node4, Node16); of a Node48 or Node256 it requests the other lines, so its
-    // children are read without a wait when it is expanded.
-    Ref y;
-    if (st.TakeForPreExpansion(pushed, [](Ref c) { return !IsLeaf(c); }, &y)) {
-      auto* yn = reinterpret_cast<const Node*>(y);
-      if (yn->type == art::NodeType::k4 || yn->type == art::NodeType::k16) {
-        const size_t m = AllChildren(yn, kids, st.need - pushed);
-        for (size_t j = 0; j < m; ++j) ScanPrefetch(kids[j]);
-      } else {
-        pm::PrefetchLines(yn, 192, art::NodeBytes(yn->type));
-      }
-      if (st.size > pushed + 1 && st.need > pushed + 1) ScanPrefetch(st.Peek(pushed + 1));
-    }
-  }
-}
-
 size_t Art::scan(std::string_view start, size_t max_count, ScanCallback fn) {
   if (max_count == 0) return 0;
   std::shared_lock lock(mu_);
-  return ScanInChunks<ScanState>(
-      start, max_count, fn, [&](std::string_view from, ScanState& st) { ScanChunk(from, st); },
+  return ScanInChunks<ScanStack<Ref>>(
+      start, max_count, fn,
+      [&](std::string_view from, ScanStack<Ref>& st) {
+        RadixScan<ScanAccess>(ScanAccess{root_}, st).Run(from);
+      },
       [&](Ref w) {
         const auto* l = art::AsLeaf(w);
         return std::pair<std::string_view, std::string_view>(l->key(), l->value());

@@ -139,7 +139,7 @@ class PersistentRadixTree final : public Index {
 
  private:
   enum class PutMode { kInsert, kUpdate, kUpsert };
-  struct ScanState;
+  struct ScanAccess;  // RadixScan's view of the nodes
 
   Status Put(std::string_view key, std::string_view value, PutMode mode);
   Status PutLocked(std::string_view key, std::string_view value, PutMode mode);
@@ -257,9 +257,6 @@ class PersistentRadixTree final : public Index {
   // Any leaf below the node (the end leaf or one below some child); nullptr if none.
   const PmLeaf* AnyLeaf(uint64_t w) const;
 
-  void ScanChunk(std::string_view start, ScanState& st);
-  size_t ScanChildren(uint64_t w, uint64_t* kids, size_t limit) const;
-  static void ScanPrefetch(const char* mem, uint64_t w);
   Status VerifyWord(uint64_t w, uint32_t depth, std::vector<uint8_t>& path);
   Status Walk(uint64_t w, FunctionRef<Status(uint64_t word)> fn);
   Status Corruption(const std::string& what) const {

@@ -250,22 +250,20 @@ Status PFTree::WriteOnce(std::string_view key, std::string_view value, Op op) {
   }
 }
 
+// Stable while the parent is locked.
+void PFTree::RunOfLeaf(const LeafPath& lp, uint8_t* lo, uint8_t* hi) {
+  *lo = *hi = lp.byte;
+  if (!lp.term) RunOf(lp.parent, lp.byte, lo, hi);
+}
+
 PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
                                     std::string_view value, uint16_t fp, Op op) {
-  InnerHeader* const parent = lp.parent;
-  uint64_t* const slot = lp.slot;
   PrefetchLeaf(leaf);
   if (!VersionLock::Lock(&leaf->lock, gen_)) return {true, {}};
   LeafAux* aux = AuxOf(leaf);
   PrefetchAux(aux);
   const uint32_t n = aux->count.load(std::memory_order_relaxed);
   const int idx = FindEntry(leaf, aux, n, key, fp);
-  // The bytes of the parent that reach this leaf (one unless it is shared); stable while the
-  // parent is locked.
-  auto run_of = [&](uint8_t* lo, uint8_t* hi) {
-    *lo = *hi = lp.byte;
-    if (!lp.term) RunOf(parent, lp.byte, lo, hi);
-  };
   switch (op) {
     case Op::kInsert:
       if (idx >= 0) {
@@ -279,34 +277,12 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
         return {false, Status::NotFound()};
       }
       break;
-    case Op::kRemove: {
+    case Op::kRemove:
       if (idx < 0) {
         VersionLock::Unlock(&leaf->lock, gen_);
         return {false, Status::NotFound()};
       }
-      if (aux->live > 1) {
-        InvalidateEntry(pc(), leaf, aux, static_cast<uint32_t>(idx));  // commit: the valid bit
-        VersionLock::Unlock(&leaf->lock, gen_);
-        return {false, Status::OK()};
-      }
-      // The last key: unlink the whole leaf array (commit: the parent's 8-byte reference, or
-      // for a Node256 run the grandparent's reference to a copy without it).
-      if (!VersionLock::TryLock(&parent->lock, gen_)) {
-        VersionLock::Unlock(&leaf->lock, gen_);
-        return {true, {}};
-      }
-      uint8_t lo, hi;
-      run_of(&lo, &hi);
-      if (lo < hi && parent->type == static_cast<uint8_t>(NodeType::kNode256)) {
-        std::vector<uint64_t> none;
-        return ReplaceRun(lp, leaf, lo, hi, {}, &none);
-      }
-      VersionLock::MarkObsolete(&leaf->lock, gen_);
-      StoreRef(pc(), slot, 0);
-      VersionLock::Unlock(&parent->lock, gen_);
-      Retire(pool_->offset_of(leaf) | kLeafTag);
-      return {false, Status::OK()};
-    }
+      return RemoveFromLeaf(lp, leaf, aux, static_cast<uint32_t>(idx));
     case Op::kUpsert:
       break;
   }
@@ -324,13 +300,46 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
   }
   // Full: rebuild the live entries (with the change applied) into a new leaf array or a
   // split subtree, persist it, and swap the parent's reference to it.
+  if (!VersionLock::TryLock(&lp.parent->lock, gen_)) {
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {true, {}};
+  }
+  std::vector<LeafItem> items = LiveItemsWith(leaf, aux, n, idx, {key, value, fp});
+  return RebuildLeaf(lp, leaf, aux, items);
+}
+
+PFTree::Attempt PFTree::RemoveFromLeaf(const LeafPath& lp, LeafHeader* leaf, LeafAux* aux,
+                                       uint32_t idx) {
+  InnerHeader* const parent = lp.parent;
+  if (aux->live > 1) {
+    InvalidateEntry(pc(), leaf, aux, idx);  // commit: the valid bit
+    VersionLock::Unlock(&leaf->lock, gen_);
+    return {false, Status::OK()};
+  }
+  // The last key: unlink the whole leaf array (commit: the parent's 8-byte reference, or
+  // for a Node256 run the grandparent's reference to a copy without it).
   if (!VersionLock::TryLock(&parent->lock, gen_)) {
     VersionLock::Unlock(&leaf->lock, gen_);
     return {true, {}};
   }
-  // The leaf's first sorted_n entries are in key order (it was built sorted): only the
-  // appended ones and the new entry are sorted, then merged in (n + k log k comparisons for
-  // k appended entries, not n log n).
+  uint8_t lo, hi;
+  RunOfLeaf(lp, &lo, &hi);
+  if (lo < hi && parent->type == static_cast<uint8_t>(NodeType::kNode256)) {
+    std::vector<uint64_t> none;
+    return ReplaceRun(lp, leaf, lo, hi, {}, &none);
+  }
+  VersionLock::MarkObsolete(&leaf->lock, gen_);
+  StoreRef(pc(), lp.slot, 0);
+  VersionLock::Unlock(&parent->lock, gen_);
+  Retire(pool_->offset_of(leaf) | kLeafTag);
+  return {false, Status::OK()};
+}
+
+// The leaf's first sorted_n entries are in key order (it was built sorted): only the appended
+// ones and the new entry are sorted, then merged in (n + k log k comparisons for k appended
+// entries, not n log n).
+std::vector<LeafItem> PFTree::LiveItemsWith(LeafHeader* leaf, const LeafAux* aux, uint32_t n,
+                                            int idx, const LeafItem& added) {
   std::vector<LeafItem> items;
   items.reserve(aux->live + 1);
   size_t in_order = 0;
@@ -343,14 +352,20 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
       items.push_back({EntryKey(leaf, epos, h), EntryValue(leaf, epos, h), aux->fp[i]});
   }
   if (aux->sorted_n >= n) in_order = items.size();
-  items.push_back({key, value, fp});
+  items.push_back(added);
   auto key_less = [](const LeafItem& a, const LeafItem& b) { return KeyLess(a.key, b.key); };
   std::sort(items.begin() + static_cast<std::ptrdiff_t>(in_order), items.end(), key_less);
   std::inplace_merge(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(in_order),
                      items.end(), key_less);
+  return items;
+}
+
+PFTree::Attempt PFTree::RebuildLeaf(const LeafPath& lp, LeafHeader* leaf, const LeafAux* aux,
+                                    std::vector<LeafItem>& items) {
+  InnerHeader* const parent = lp.parent;
   std::vector<uint64_t> allocated;
   uint8_t lo, hi;
-  run_of(&lo, &hi);
+  RunOfLeaf(lp, &lo, &hi);
   const bool shared = lo < hi;
   // Compaction before growth: a leaf array whose dead versions take an eighth of it is
   // rebuilt at the same (largest) size while that leaves an eighth free, rather than split;
@@ -387,7 +402,7 @@ PFTree::Attempt PFTree::WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::s
   }
   pc().fence();  // every block of the new part was flushed: durable before the swap
   VersionLock::MarkObsolete(&leaf->lock, gen_);
-  StoreRef(pc(), slot, *sub);  // commit
+  StoreRef(pc(), lp.slot, *sub);  // commit
   VersionLock::Unlock(&parent->lock, gen_);
   Retire(pool_->offset_of(leaf) | kLeafTag);
   return {false, Status::OK()};

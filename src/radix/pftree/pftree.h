@@ -118,6 +118,18 @@ class PFTree final : public Index, private pm::Reclaimer {
   };
   Attempt WriteToLeaf(const LeafPath& lp, LeafHeader* leaf, std::string_view key,
                       std::string_view value, uint16_t fp, Op op);
+  // The phases of WriteToLeaf, with the leaf locked. Removes entry idx (the parent is
+  // locked here if the leaf array is unlinked).
+  Attempt RemoveFromLeaf(const LeafPath& lp, LeafHeader* leaf, LeafAux* aux, uint32_t idx);
+  // The leaf's live entries but idx, and `added`, in key order.
+  static std::vector<LeafItem> LiveItemsWith(LeafHeader* leaf, const LeafAux* aux, uint32_t n,
+                                             int idx, const LeafItem& added);
+  // With the parent locked too: items into a new leaf array or subtree, swapped in for the
+  // full leaf.
+  Attempt RebuildLeaf(const LeafPath& lp, LeafHeader* leaf, const LeafAux* aux,
+                      std::vector<LeafItem>& items);
+  // The bytes of lp.parent that reach the leaf (one unless it is shared).
+  static void RunOfLeaf(const LeafPath& lp, uint8_t* lo, uint8_t* hi);
   // With leaf and parent locked: publishes a copy of the parent whose run [lo, hi] (the
   // leaf's) is replaced by `repl` (per byte; empty removes it), by one store into the
   // grandparent; retires parent and leaf. Frees *allocated and unlocks on failure.
@@ -341,6 +353,9 @@ class PFTree final : public Index, private pm::Reclaimer {
 
   // lo..hi >= 0: ref is a shared leaf for key bytes [lo, hi] after `path`.
   Status VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int lo = -1, int hi = -1);
+  // VerifyNode's two kinds of node, at a reference inside the pool.
+  Status VerifyLeaf(uint64_t ref, const std::string& path, uint64_t* keys, int lo, int hi);
+  Status VerifyInner(uint64_t ref, std::string& path, uint64_t* keys);
   Status RecoverNode(uint64_t ref, size_t depth);
   Status VisitNode(uint64_t ref, BlockVisitor& visitor);
   void StatsNode(uint64_t ref, IndexStats* stats, uint64_t counts[6]);

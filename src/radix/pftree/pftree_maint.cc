@@ -12,6 +12,24 @@ namespace pmindex::pftree {
 
 namespace {
 constexpr int kNone = 0, kFound = 1, kRestart = -1;
+
+// How verify() names the node at offset `off`, ahead of what is wrong with it.
+std::string NodeAt(uint64_t off) { return "pftree node at offset " + std::to_string(off) + ": "; }
+
+// A Node48's index: what is wrong with it, or nullptr.
+const char* CheckNode48Index(const Node48* n48) {
+  for (int b = 0; b < 256; ++b)
+    if (n48->index[b] > 48) return "node48 index out of range";
+  // A slot is named by one run of consecutive bytes (a shared leaf) or not at all.
+  uint64_t seen = 0;
+  for (int b = 0; b < 256; ++b) {
+    int idx = n48->index[b];
+    if (idx == 0 || (b > 0 && n48->index[b - 1] == idx)) continue;
+    if (seen & (uint64_t{1} << (idx - 1))) return "node48 slot referenced by two runs";
+    seen |= uint64_t{1} << (idx - 1);
+  }
+  return nullptr;
+}
 }  // namespace
 
 const IndexTraits& PFTree::Traits() {
@@ -225,51 +243,61 @@ size_t PFTree::scan(std::string_view start, size_t max_count, ScanCallback fn) {
 
 Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int lo, int hi) {
   const uint64_t off = RefOffset(ref);
-  auto where = [&] { return "pftree node at offset " + std::to_string(off) + ": "; };
   if (off == 0 || !pool_->contains(base_ + off, kLeafHeaderSize) || off % 64 != 0)
-    return Status::Corruption(where() + "reference outside the pool");
-  if (IsLeafRef(ref)) {
-    auto* leaf = at<LeafHeader>(ref);
-    if (leaf->type != static_cast<uint8_t>(NodeType::kLeafArray))
-      return Status::Corruption(where() + "leaf reference to a non-leaf");
-    if (leaf->depth != path.size())
-      return Status::Corruption(where() + "leaf depth " + std::to_string(leaf->depth) +
-                                " reached at " + std::to_string(path.size()));
-    if (leaf->capacity + kLeafHeaderSize > alloc_->block_size(off))
-      return Status::Corruption(where() + "capacity exceeds its block");
-    if (leaf->aux_gen != gen_) return Status::Corruption(where() + "no DRAM metadata");
-    LeafAux* aux = AuxOf(leaf);
-    std::string err;
-    LeafAux* scanned = ScanLeaf(leaf, /*repair=*/nullptr, &err);
-    if (scanned == nullptr) return Status::Corruption(where() + err);
-    uint32_t n = aux->count.load();
-    bool same = scanned->count.load() == n && scanned->used == aux->used &&
-                scanned->live == aux->live &&
-                std::equal(aux->pos, aux->pos + n, scanned->pos) &&
-                std::equal(aux->fp, aux->fp + n, scanned->fp);
-    FreeAux(scanned);
-    if (!same) return Status::Corruption(where() + "DRAM metadata disagrees with the data area");
-    if (aux->live == 0) return Status::Corruption(where() + "empty leaf array is reachable");
-    if (std::string e = CheckOrder(leaf, aux); !e.empty())
-      return Status::Corruption(where() + e);
-    std::vector<uint32_t> order;
-    SortedEntries(leaf, aux, n, &order);
-    if (order.size() != aux->live) return Status::Corruption(where() + "live count wrong");
-    std::string_view prev;
-    for (size_t i = 0; i < order.size(); ++i) {
-      uint32_t epos = aux->pos[order[i]];
-      std::string_view k = EntryKey(leaf, epos, LoadEntryHeader(leaf, epos));
-      if (k.size() < path.size() || k.substr(0, path.size()) != path)
-        return Status::Corruption(where() + "key does not match its path");
-      if (lo >= 0 && (k.size() == path.size() || static_cast<uint8_t>(k[path.size()]) < lo ||
-                      static_cast<uint8_t>(k[path.size()]) > hi))
-        return Status::Corruption(where() + "key outside the byte run of its shared leaf");
-      if (i > 0 && !(prev < k)) return Status::Corruption(where() + "duplicate key");
-      prev = k;
-    }
-    *keys += order.size();
-    return Status::OK();
+    return Status::Corruption(NodeAt(off) + "reference outside the pool");
+  if (IsLeafRef(ref)) return VerifyLeaf(ref, path, keys, lo, hi);
+  return VerifyInner(ref, path, keys);
+}
+
+Status PFTree::VerifyLeaf(uint64_t ref, const std::string& path, uint64_t* keys, int lo,
+                          int hi) {
+  const uint64_t off = RefOffset(ref);
+  auto where = [&] { return NodeAt(off); };
+  auto* leaf = at<LeafHeader>(ref);
+  if (leaf->type != static_cast<uint8_t>(NodeType::kLeafArray))
+    return Status::Corruption(where() + "leaf reference to a non-leaf");
+  if (leaf->depth != path.size())
+    return Status::Corruption(where() + "leaf depth " + std::to_string(leaf->depth) +
+                              " reached at " + std::to_string(path.size()));
+  if (leaf->capacity + kLeafHeaderSize > alloc_->block_size(off))
+    return Status::Corruption(where() + "capacity exceeds its block");
+  if (leaf->aux_gen != gen_) return Status::Corruption(where() + "no DRAM metadata");
+  LeafAux* aux = AuxOf(leaf);
+  std::string err;
+  LeafAux* scanned = ScanLeaf(leaf, /*repair=*/nullptr, &err);
+  if (scanned == nullptr) return Status::Corruption(where() + err);
+  uint32_t n = aux->count.load();
+  bool same = scanned->count.load() == n && scanned->used == aux->used &&
+              scanned->live == aux->live &&
+              std::equal(aux->pos, aux->pos + n, scanned->pos) &&
+              std::equal(aux->fp, aux->fp + n, scanned->fp);
+  FreeAux(scanned);
+  if (!same) return Status::Corruption(where() + "DRAM metadata disagrees with the data area");
+  if (aux->live == 0) return Status::Corruption(where() + "empty leaf array is reachable");
+  if (std::string e = CheckOrder(leaf, aux); !e.empty())
+    return Status::Corruption(where() + e);
+  std::vector<uint32_t> order;
+  SortedEntries(leaf, aux, n, &order);
+  if (order.size() != aux->live) return Status::Corruption(where() + "live count wrong");
+  std::string_view prev;
+  for (size_t i = 0; i < order.size(); ++i) {
+    uint32_t epos = aux->pos[order[i]];
+    std::string_view k = EntryKey(leaf, epos, LoadEntryHeader(leaf, epos));
+    if (k.size() < path.size() || k.substr(0, path.size()) != path)
+      return Status::Corruption(where() + "key does not match its path");
+    if (lo >= 0 && (k.size() == path.size() || static_cast<uint8_t>(k[path.size()]) < lo ||
+                    static_cast<uint8_t>(k[path.size()]) > hi))
+      return Status::Corruption(where() + "key outside the byte run of its shared leaf");
+    if (i > 0 && !(prev < k)) return Status::Corruption(where() + "duplicate key");
+    prev = k;
   }
+  *keys += order.size();
+  return Status::OK();
+}
+
+Status PFTree::VerifyInner(uint64_t ref, std::string& path, uint64_t* keys) {
+  const uint64_t off = RefOffset(ref);
+  auto where = [&] { return NodeAt(off); };
   auto* node = at<InnerHeader>(ref);
   auto type = static_cast<NodeType>(node->type);
   if (type < NodeType::kNode4 || type > NodeType::kNode256)
@@ -292,22 +320,12 @@ Status PFTree::VerifyNode(uint64_t ref, std::string& path, uint64_t* keys, int l
     if (!s.ok()) return s;
     if (*keys - before != 1) return Status::Corruption(where() + "term leaf holds other keys");
   }
+  if (type == NodeType::kNode48) {
+    if (const char* e = CheckNode48Index(reinterpret_cast<const Node48*>(node)))
+      return Status::Corruption(where() + e);
+  }
   int prev = -1;
   bool ordered = true;
-  if (type == NodeType::kNode48) {
-    auto* n48 = reinterpret_cast<Node48*>(node);
-    for (int b = 0; b < 256; ++b)
-      if (n48->index[b] > 48) return Status::Corruption(where() + "node48 index out of range");
-    // A slot is named by one run of consecutive bytes (a shared leaf) or not at all.
-    uint64_t seen = 0;
-    for (int b = 0; b < 256; ++b) {
-      int idx = n48->index[b];
-      if (idx == 0 || (b > 0 && n48->index[b - 1] == idx)) continue;
-      if (seen & (uint64_t{1} << (idx - 1)))
-        return Status::Corruption(where() + "node48 slot referenced by two runs");
-      seen |= uint64_t{1} << (idx - 1);
-    }
-  }
   ForEachSlot(node, [&](uint8_t b, uint64_t*) {
     if (static_cast<int>(b) <= prev) ordered = false;
     prev = b;
