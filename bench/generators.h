@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "pm/mix64.h"
+
 namespace pmindex::bench {
 
 // xoshiro256**, seeded through splitmix64.

@@ -8,6 +8,17 @@ namespace pmindex::tools {
 
 namespace {
 
+// The crash scenarios an index takes part in (beside those for every index) and its mutants.
+void PrintCrashTesting(const IndexRegistration& reg) {
+  if (reg.attach == nullptr) return;
+  std::string scenarios;
+  for (const std::string& s : reg.crash_scenarios) scenarios += (scenarios.empty() ? "" : ", ") + s;
+  std::printf("  scenarios:   %s\n", scenarios.empty() ? "those for every index" : scenarios.c_str());
+  for (const MutantInfo& m : reg.mutants) {
+    std::printf("  mutant:      %s: %s\n", m.name.c_str(), m.breaks.c_str());
+  }
+}
+
 int RunList(bool names_only) {
   for (const std::string& name : RegisteredIndexNames()) {
     const IndexRegistration* reg = FindIndex(name);
@@ -29,6 +40,7 @@ int RunList(bool names_only) {
     std::printf("  durability:  %s\n",
                 t.durability.empty() ? (t.persistent ? "persistent" : "volatile")
                                      : t.durability.c_str());
+    PrintCrashTesting(*reg);
   }
   return kExitOk;
 }
