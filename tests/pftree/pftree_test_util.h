@@ -9,6 +9,7 @@
 
 #include "common/model_checker.h"
 #include "common/test_util.h"
+#include "pm/mix64.h"
 #include "pmindex/index.h"
 
 namespace pmindex::testing {
@@ -74,12 +75,7 @@ class KeySource {
   }
   std::mt19937_64& rng() { return rng_; }
 
-  static uint64_t Mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-  }
+  static uint64_t Mix(uint64_t x) { return pm::Mix64(x); }
 
  private:
   std::string Bytes(size_t n, bool printable) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "pm/mix64.h"
 #include "pmindex/index.h"
 
 namespace pmindex::testing {
@@ -82,12 +83,7 @@ class KeyGen {
     return "x";
   }
 
-  static uint64_t Mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  }
+  static uint64_t Mix(uint64_t x) { return pm::Mix64(x); }
 
  private:
   std::string RandomBytes(size_t n) {
