@@ -81,6 +81,23 @@ EOF_WRAPPER
     echo "the shared example does not link libpmindex.so" >&2
     return 1
   fi
+
+  echo "-- PMINDEX_WITH_RADIX=OFF PMINDEX_WITH_HASH=OFF: the B+trees alone, and only they listed"
+  build_lib build-btree-only -DPMINDEX_WITH_RADIX=OFF -DPMINDEX_WITH_HASH=OFF
+  cmake --install build-btree-only --prefix "$tmp/btree" >/dev/null
+  run_installed_example "$tmp/btree" "$tmp/ex-btree"
+  printf '%s\n' '#include <cstdio>' '#include "pmindex/index.h"' \
+    'int main() { for (const auto& n : pmindex::RegisteredIndexNames()) std::puts(n.c_str()); }' \
+    >"$tmp/names.cc"
+  pcdir=$(dirname "$(find "$tmp/btree" -name pmindex.pc)")
+  # shellcheck disable=SC2046  # word splitting of pkg-config output is intended
+  c++ -std=c++20 -O1 "$tmp/names.cc" -o "$tmp/names" \
+    $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs --static pmindex)
+  names=$("$tmp/names")
+  if ! grep -qx rntree <<<"$names" || grep -qx wort <<<"$names"; then
+    echo "a B+tree-only build lists: $names" >&2
+    return 1
+  fi
   rm -rf "$tmp"
 }
 

@@ -39,10 +39,12 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "btree/hybrid/leaf_common.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
+#include "pmindex/index.h"
 #include "pmindex/pool.h"
 #include "pmindex/status.h"
 

@@ -33,10 +33,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "btree/hybrid/leaf_common.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
+#include "pmindex/index.h"
 #include "pmindex/pool.h"
 #include "pmindex/status.h"
 
