@@ -13,7 +13,8 @@ void PrintCrashTesting(const IndexRegistration& reg) {
   if (reg.attach == nullptr) return;
   std::string scenarios;
   for (const std::string& s : reg.crash_scenarios) scenarios += (scenarios.empty() ? "" : ", ") + s;
-  std::printf("  scenarios:   %s\n", scenarios.empty() ? "those for every index" : scenarios.c_str());
+  if (scenarios.empty()) scenarios = "those for every index";
+  std::printf("  scenarios:   %s\n", scenarios.c_str());
   for (const MutantInfo& m : reg.mutants) {
     std::printf("  mutant:      %s: %s\n", m.name.c_str(), m.breaks.c_str());
   }

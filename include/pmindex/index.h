@@ -139,11 +139,21 @@ class Index {
 // the index's code skips or reorders one persist when the mutant is selected, and the crash
 // campaign must catch it (tests/crash/campaign_test.cc runs every registered mutant).
 struct MutantInfo {
+  MutantInfo(std::string name_, std::string breaks_, std::string scenario_ = {},
+             std::string caught_by_test_ = {})
+      : name(std::move(name_)),
+        breaks(std::move(breaks_)),
+        scenario(std::move(scenario_)),
+        caught_by_test(std::move(caught_by_test_)) {}
+
   std::string name;      // "<index>.<what is broken>", as the index's code asks pm::mutant
   std::string breaks;    // one line: which persist is skipped or reordered
   // The crash scenario (crashtest/scenarios.h) that reaches the bug, where the campaign's
   // random workload does not; empty: the random workload.
   std::string scenario;
+  // Where neither reaches it: the unit test ("Suite.Name") that enables this mutant and
+  // asserts that its crash check fails; the mutant sweep then checks that the test exists.
+  std::string caught_by_test;
 };
 
 // How the registry makes an index of one name, and everything else the program needs to

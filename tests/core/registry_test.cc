@@ -126,7 +126,7 @@ TEST(Registry, KindsAreUniqueAndMutantsCarryTheirIndexName) {
   IndexRegistration bad_mutant = Registration();
   bad_mutant.traits.name = "test-bad-mutant";
   bad_mutant.traits.kind = IndexKind{kFirstTestIndexKind + 0xFFF0};
-  bad_mutant.mutants = {{"rntree.not_mine", "a mutant named after another index", ""}};
+  bad_mutant.mutants = {{"rntree.not_mine", "named after another index"}};
   EXPECT_FALSE(RegisterIndex(bad_mutant));
   EXPECT_EQ(FindIndex("test-same-kind"), nullptr);
   EXPECT_EQ(FindIndex("test-no-kind"), nullptr);

@@ -47,9 +47,9 @@ IndexRegistration MakeRegistration(bool broken) {
   r.test_only = true;
   if (!broken) {
     r.mutants = {{"testlist.skip_node_persist",
-                  "the node is not persisted before the link that makes it reachable", ""},
+                  "the node is not persisted before the link that makes it reachable"},
                  {"testlist.skip_link_persist",
-                  "the link store is not persisted (an acknowledged insert can vanish)", ""}};
+                  "the link store is not persisted (an acknowledged insert can vanish)"}};
     r.crash_scenarios = {"shift-delete-duplicate", "count-vs-entries", "split-sibling-early"};
   }
   return r;

@@ -16,14 +16,14 @@ namespace {
 
 TEST(SampleIndex, IsRegisteredWithItsKindMutantAndScenario) {
   const std::vector<std::string> names = RegisteredIndexNames();
-  ASSERT_NE(std::find(names.begin(), names.end(), "test-applog"), names.end());
-  const IndexRegistration* reg = FindIndex("test-applog");
+  ASSERT_NE(std::find(names.begin(), names.end(), "test-slotpages"), names.end());
+  const IndexRegistration* reg = FindIndex("test-slotpages");
   ASSERT_NE(reg, nullptr);
   EXPECT_TRUE(reg->test_only);
   EXPECT_GE(static_cast<uint32_t>(reg->traits.kind), kFirstTestIndexKind);
   EXPECT_EQ(FindIndex(reg->traits.kind), reg);
   ASSERT_EQ(reg->mutants.size(), 1u);
-  EXPECT_EQ(FindMutant("test-applog.count_before_record"), &reg->mutants[0]);
+  EXPECT_EQ(FindMutant("test-slotpages.state_before_pair"), &reg->mutants[0]);
   ASSERT_EQ(reg->crash_scenarios.size(), 1u);
   const crashtest::Scenario* scenario = crashtest::FindScenario(reg->crash_scenarios[0]);
   ASSERT_NE(scenario, nullptr);
@@ -32,7 +32,7 @@ TEST(SampleIndex, IsRegisteredWithItsKindMutantAndScenario) {
 
 crashtest::CampaignOptions Campaign(uint64_t seed) {
   crashtest::CampaignOptions o;
-  o.index = "test-applog";
+  o.index = "test-slotpages";
   o.seed = seed;
   o.ops = testing::Scale(150);
   o.pool_size = 8ull << 20;
@@ -42,7 +42,7 @@ crashtest::CampaignOptions Campaign(uint64_t seed) {
 
 TEST(SampleIndex, CrashCampaignPassesOnItsScenario) {
   crashtest::CampaignOptions o = Campaign(testing::TestSeed(3));
-  o.scenario = FindIndex("test-applog")->crash_scenarios[0];
+  o.scenario = FindIndex("test-slotpages")->crash_scenarios[0];
   o.points = testing::Scale(60);
   const crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
   ASSERT_TRUE(r.error.ok()) << r.error.ToString();
@@ -53,7 +53,7 @@ TEST(SampleIndex, CrashCampaignPassesOnItsScenario) {
 TEST(SampleIndex, CrashCampaignCatchesItsMutant) {
   PMINDEX_REQUIRE_MUTANTS();
   crashtest::CampaignOptions o = Campaign(testing::TestSeed(4));
-  o.mutant = "test-applog.count_before_record";
+  o.mutant = "test-slotpages.state_before_pair";
   const crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
   ASSERT_TRUE(r.error.ok()) << r.error.ToString();
   EXPECT_FALSE(r.failures.empty()) << "the campaign missed the mutant\n"

@@ -74,7 +74,7 @@ struct FPTreeLayout {
   // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
   static std::vector<MutantInfo> Mutants() {
     return {{"fptree.bitmap_before_kv",
-             "the bitmap bit is set and persisted before KV and fingerprint", ""}};
+             "the bitmap bit is set and persisted before KV and fingerprint"}};
   }
   static constexpr const char* kDescription =
       "FPTree leaves (bitmap + 1-byte fingerprints, unsorted) under DRAM inner nodes";

@@ -78,7 +78,8 @@ struct NVTreeLayout {
   static constexpr IndexKind kKind = IndexKind{10};  // never reuse or renumber (doc/format.md)
   // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
   static std::vector<MutantInfo> Mutants() {
-    return {{"nvtree.skip_entry_persist", "the appended entry is not flushed before `count` covers it", ""}};
+    return {{"nvtree.skip_entry_persist",
+             "the appended entry is not flushed before `count` covers it"}};
   }
   static constexpr const char* kDescription =
       "NV-Tree leaves (append-only log + 8-byte count) under DRAM inner nodes";

@@ -112,17 +112,18 @@ template <bool kDual>
 struct RNTreeLayout {
   using Leaf = RNTreeLeaf;
   static constexpr const char* kName = kDual ? "rntree-ds" : "rntree";
-  static constexpr IndexKind kKind = kDual ? IndexKind{15} : IndexKind{14};  // never reuse (doc/format.md)
+  // Never reuse or renumber a kind (doc/format.md).
+  static constexpr IndexKind kKind = kDual ? IndexKind{15} : IndexKind{14};
   // Test-only crash bugs (pm/mutant.h) at this layout's mutation points; both variants run
   // them, the registry lists them under "rntree".
   static std::vector<MutantInfo> Mutants() {
     if (kDual) return {};
     return {{"rntree.skip_kv_persist",
-             "the log entry is not persisted before the slot line names it", ""},
+             "the log entry is not persisted before the slot line names it"},
             {"rntree.single_slot_line",
-             "the slot line is rewritten in place (a torn line loses the state)", ""},
+             "the slot line is rewritten in place (a torn line loses the state)"},
             {"rntree.skip_slot_persist",
-             "the new slot line is not persisted before the write returns", ""}};
+             "the new slot line is not persisted before the write returns"}};
   }
   static constexpr const char* kDescription =
       kDual ? "RNTree leaves with the dual (transient) slot array for readers"

@@ -75,9 +75,10 @@ struct WBTreeLayout {
   static constexpr IndexKind kKind = IndexKind{11};  // never reuse or renumber (doc/format.md)
   // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
   static std::vector<MutantInfo> Mutants() {
-    return {{"wbtree.skip_kv_persist", "the KV is not persisted before the bitmap names it", ""},
+    return {{"wbtree.skip_kv_persist",
+             "the KV is not persisted before the bitmap names it"},
             {"wbtree.skip_valid_clear",
-             "the slot array is rewritten without clearing the valid bit", ""}};
+             "the slot array is rewritten without clearing the valid bit"}};
   }
   static constexpr const char* kDescription =
       "wB+-Tree leaves (bitmap + 64-byte slot array behind a valid bit) under DRAM inner nodes";

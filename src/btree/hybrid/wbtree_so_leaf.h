@@ -65,7 +65,7 @@ struct WBTreeSOLayout {
   // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
   static std::vector<MutantInfo> Mutants() {
     return {{"wbtree-so.skip_kv_persist",
-             "the KV is not persisted before the slot word names it", ""}};
+             "the KV is not persisted before the slot word names it"}};
   }
   static constexpr const char* kDescription =
       "wB+-Tree-SO leaves (8-byte atomic slot word, 7 entries) under DRAM inner nodes";

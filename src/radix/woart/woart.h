@@ -42,9 +42,9 @@ struct WoartOps {
   // Test-only crash bugs (pm/mutant.h) at WOART's mutation points.
   static std::vector<MutantInfo> Mutants() {
     return {{"woart.skip_leaf_persist",
-             "a new leaf is not flushed before the child word that links it", ""},
+             "a new leaf is not flushed before the child word that links it"},
             {"woart.header_and_child_two_stores",
-             "a Node4 commits its slot word before the child it names is stored and persisted",
+             "a Node4 commits its slot word before the child it names is persisted",
              "header-child-two-stores"}};
   }
   static constexpr char kDescription[] =

@@ -36,9 +36,9 @@ struct WortOps {
   // Test-only crash bugs (pm/mutant.h) at WORT's mutation points.
   static std::vector<MutantInfo> Mutants() {
     return {{"wort.skip_leaf_persist",
-             "a new leaf is not flushed before the child word that links it", ""},
+             "a new leaf is not flushed before the child word that links it"},
             {"wort.split_skip_parent_persist",
-             "the new parent of a split is linked before it is persisted", ""}};
+             "the new parent of a split is linked before it is persisted"}};
   }
   static constexpr char kDescription[] =
       "WORT: write-optimal radix tree, 4-bit span, lazy header repair";
