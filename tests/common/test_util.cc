@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -51,6 +52,14 @@ double CampaignTimeout() { return Sanitized() ? 120 : 30; }
 uint64_t Scale(uint64_t n) {
   uint64_t s = Sanitized() ? n / 4 : n;
   return s == 0 ? 1 : s;
+}
+
+std::string IndexParamName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n) {
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
 }
 
 }  // namespace pmindex::testing

@@ -42,6 +42,10 @@ bool Sanitized();
 // crashed again at each of its fences took 3 s in Release and 14 s under ASan).
 double CampaignTimeout();
 
+// GoogleTest's name for a test parameter that is an index name ("wbtree-so" -> "wbtree_so"):
+// INSTANTIATE_TEST_SUITE_P(Registry, Suite, ::testing::ValuesIn(names), IndexParamName).
+std::string IndexParamName(const ::testing::TestParamInfo<std::string>& info);
+
 }  // namespace pmindex::testing
 
 // First statement of a test that switches on a mutant: skips it in a build without mutants

@@ -123,13 +123,6 @@ void NoCrash(const std::string& what, const std::function<void()>& fn) {
 
 class PerIndex : public ::testing::TestWithParam<std::string> {};
 
-std::string ParamName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& c : n)
-    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-}
-
 // A writable open refused after the header checks leaves every byte of the file as it was.
 TEST_P(PerIndex, RefusedOpenWritesNothing) {
   TempDir dir;
@@ -245,7 +238,8 @@ TEST_P(PerIndex, StatsOfANewIndex) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, PerIndex, ::testing::ValuesIn(PoolIndexes()), ParamName);
+INSTANTIATE_TEST_SUITE_P(Registry, PerIndex, ::testing::ValuesIn(PoolIndexes()),
+                         pmindex::testing::IndexParamName);
 
 // PFtree: a recovery that stops at Corruption must not walk the damaged tree to free its
 // DRAM metadata. The image is taken while the index is open (what a crash leaves: leaf arrays

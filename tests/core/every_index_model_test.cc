@@ -75,12 +75,7 @@ TEST_P(EveryIndexModelTest, ByteStringKeys) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryIndexModelTest, ::testing::ValuesIn(Names()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         pmindex::testing::IndexParamName);
 
 }  // namespace
 }  // namespace pmindex::testing

@@ -90,12 +90,7 @@ TEST_P(EveryIndexTest, RegressionScenariosPass) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryIndexTest, ::testing::ValuesIn(PersistentIndexes()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         pmindex::testing::IndexParamName);
 
 // Each registration names only scenarios the campaign has.
 TEST(ScenarioTable, RegistrationsNameKnownScenarios) {

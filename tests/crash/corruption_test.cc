@@ -223,12 +223,7 @@ TEST_P(CorruptionTest, NeverCrashesHangsOrLooksEmpty) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, CorruptionTest, ::testing::ValuesIn(PersistentIndexes()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         pmindex::testing::IndexParamName);
 
 }  // namespace
 }  // namespace pmindex::crashtest

@@ -38,7 +38,7 @@ IndexRegistration MakeRegistration() {
   };
   r.test_only = true;
   r.mutants = {{"test-slotpages.state_before_pair",
-                "a slot's state word is persisted before its key and value"}};
+                "a slot's state word commits it before its key and value are written"}};
   r.crash_scenarios = {"split-sibling-early"};
   return r;
 }
@@ -123,14 +123,19 @@ Status SlotPages::Fill(uint64_t key, uint64_t value) {
   Result<Slot*> slot = FreeSlot();
   if (!slot.ok()) return slot.status();
   Slot* s = slot.value();
+  pm::PersistContext& pc = pool_->persist_context();
+  // The mutant commits the slot before its pair is written: a crash in between leaves a
+  // live slot holding a removed key's pair, or zeros.
+  const bool state_first = pm::mutant("test-slotpages.state_before_pair");
+  if (state_first) {
+    StoreWord(&s->state, kLive);
+    pc.persist(&s->state, 8);
+  }
   s->key = key;
   s->value = value;
-  pm::PersistContext& pc = pool_->persist_context();
-  const bool state_first = pm::mutant("test-slotpages.state_before_pair");
-  if (!state_first) pc.persist(s, 16);
+  pc.persist(s, 16);
   StoreWord(&s->state, kLive);  // the commit
   pc.persist(&s->state, 8);
-  if (state_first) pc.persist(s, 16);
   map_[key] = s;
   return Status::OK();
 }
