@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -297,6 +298,32 @@ TEST(RadixRwLockTest, WritersExcludeEveryoneAndAreNotStarved) {
   for (auto& r : threads) r.join();
   EXPECT_FALSE(failed.load());
   EXPECT_EQ(guarded, static_cast<uint64_t>(2 * rounds));
+}
+
+// Waiters spin a bounded while, then sleep: a lock held far longer than the spin puts readers
+// and a writer to sleep, and its release wakes every one (a lost wake-up hangs the test).
+TEST(RadixRwLockTest, WaitersPastTheSpinSleepAndAreWoken) {
+  pm::RwLock lock;
+  std::atomic<int> waiting{0}, done{0};
+  lock.lock();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      waiting.fetch_add(1);
+      if (t == 0) {
+        std::unique_lock w(lock);
+      } else {
+        std::shared_lock r(lock);
+      }
+      done.fetch_add(1);
+    });
+  }
+  while (waiting.load() != 3) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // far past any spin
+  EXPECT_EQ(done.load(), 0) << "a waiter got in while the writer held the lock";
+  lock.unlock();
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(done.load(), 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Radix, RadixConcurrentTest, ::testing::Values("wort", "woart", "art"));
