@@ -177,8 +177,8 @@ struct IndexRegistration {
   // beside those every persistent index takes. The workbench's workloads follow from the
   // traits (scans need `ordered`, string keys `byte_keys`, values `max_value_size`).
   std::vector<std::string> crash_scenarios;
-  // Test-only structures (tests/): in the registry of the programs that link them, left out
-  // of `pmindex crashtest --index all` and the workbench's default index list.
+  // Test-only structures (tests/): in the registry of the programs that link them (every
+  // test program), left out of `pmindex crashtest --index all`.
   bool test_only = false;
 };
 
