@@ -89,6 +89,7 @@ PhaseOutcome RunPhase(Pool* pool, int threads, const PhaseBody& body, uint32_t s
     out.total.ops += r.ops;
     out.total.failed += r.failed;
     out.total.logical_bytes += r.logical_bytes;
+    out.total.inserts += r.inserts;
     out.total.cpu_seconds += r.cpu_seconds;
     if (out.total.first_error.empty()) out.total.first_error = r.first_error;
   }

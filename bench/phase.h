@@ -28,6 +28,7 @@ struct ThreadResult {
   uint64_t ops = 0;
   uint64_t failed = 0;
   uint64_t logical_bytes = 0;
+  uint64_t inserts = 0;  // successful inserts (the per-insert figures divide by them)
   double cpu_seconds = 0;  // the thread's CPU time in the timed rounds
   std::string first_error;  // first unexpected Status (not AlreadyExists/NotFound)
 

@@ -175,6 +175,7 @@ std::string ReportJson(const BenchReport& report) {
   ordered_json env = {{"cpu", e.cpu},
                       {"cores", e.cores},
                       {"mode", e.mode},
+                      {"media_model", report.media_model},
                       {"pool_dir", e.pool_dir},
                       {"build", e.build},
                       {"version", e.version},
@@ -211,7 +212,16 @@ std::string ReportJson(const BenchReport& report) {
     j["per_op"] = {{"persist_calls", r.per_op_persist_calls},
                    {"flushes", r.per_op_flushes},
                    {"fences", r.per_op_fences},
-                   {"media_writes", r.per_op_media_writes}};
+                   {"media_writes", r.per_op_media_writes},
+                   {"wpq", r.per_op_wpq}};
+    j["media_units_per_wpq"] =
+        r.media_units_per_wpq ? ordered_json(*r.media_units_per_wpq) : ordered_json(nullptr);
+    j["per_insert"] = {
+        {"inserts", r.inserts},
+        {"wpq", r.per_insert_wpq ? ordered_json(*r.per_insert_wpq) : ordered_json(nullptr)},
+        {"media_units",
+         r.per_insert_media_units ? ordered_json(*r.per_insert_media_units)
+                                  : ordered_json(nullptr)}};
     j["write_amplification"] =
         r.write_amplification ? ordered_json(*r.write_amplification) : ordered_json(nullptr);
     j["memory"] = {{"pm_bytes", r.pm_bytes},
@@ -228,6 +238,7 @@ std::string ReportJson(const BenchReport& report) {
                    {"fences", r.counters.fences},
                    {"media_writes", r.counters.media_writes},
                    {"media_rmw", r.counters.media_rmw},
+                   {"wpq_inserts", r.counters.wpq_inserts},
                    {"logical_bytes", r.logical_bytes}};
     j["live_keys"] = r.live_keys;
     j["huge_page_bytes"] = r.huge_page_bytes;
@@ -249,7 +260,7 @@ std::string ReportCsv(const BenchReport& report) {
          "p50_ns,p99_ns,p999_ns,max_ns,persist_calls_per_op,flushes_per_op,fences_per_op,"
          "media_writes_per_op,write_amplification,pm_bytes,dram_bytes,pm_bytes_per_key,"
          "dram_bytes_per_key,recovery_seconds,mode,durability,cpu_seconds,mops_per_cpu_second,"
-         "latency_samples,latency_sample_every\n";
+         "latency_samples,latency_sample_every,wpq_per_op,media_units_per_wpq,inserts\n";
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -268,7 +279,9 @@ std::string ReportCsv(const BenchReport& report) {
         << (r.recovery_seconds ? Fmt("%.6f", *r.recovery_seconds) : "") << ',' << r.mode << ','
         << quote(r.durability) << ',' << Fmt("%.6f", r.cpu_seconds) << ','
         << Fmt("%.6f", r.mops_per_cpu_second) << ',' << r.latency.samples << ','
-        << r.latency.sample_every << '\n';
+        << r.latency.sample_every << ',' << Fmt("%.4f", r.per_op_wpq) << ','
+        << (r.media_units_per_wpq ? Fmt("%.4f", *r.media_units_per_wpq) : "") << ','
+        << r.inserts << '\n';
   }
   return out.str();
 }

@@ -43,6 +43,16 @@ void FillResult(const PhaseOutcome& ph, BenchResult* r) {
   r->per_op_flushes = static_cast<double>(ph.counters.flushes) / ops;
   r->per_op_fences = static_cast<double>(ph.counters.fences) / ops;
   r->per_op_media_writes = static_cast<double>(ph.counters.media_writes) / ops;
+  r->per_op_wpq = static_cast<double>(ph.counters.wpq_inserts) / ops;
+  const double units = static_cast<double>(ph.counters.media_writes) * 4.0;  // 64-byte units
+  if (ph.counters.wpq_inserts > 0)
+    r->media_units_per_wpq = units / static_cast<double>(ph.counters.wpq_inserts);
+  r->inserts = ph.total.inserts;
+  if (ph.total.inserts > 0) {
+    r->per_insert_wpq =
+        static_cast<double>(ph.counters.wpq_inserts) / static_cast<double>(ph.total.inserts);
+    r->per_insert_media_units = units / static_cast<double>(ph.total.inserts);
+  }
   r->logical_bytes = ph.total.logical_bytes;
   if (ph.total.logical_bytes > 0) {
     r->write_amplification = static_cast<double>(ph.counters.media_writes) * 256.0 /
@@ -247,6 +257,7 @@ bool Runner::CreateForRun(IndexRun& run) {
   options.mode = cfg_.mode;
   options.write_latency_ns = cfg_.write_latency_ns;
   options.model_media = true;  // media writes and write amplification are reported
+  options.media_model = cfg_.media_model;
   options.prefault = cfg_.prefault;
   options.pool_size = cfg_.pool_bytes > 0 ? cfg_.pool_bytes
                                           : EstimatePoolBytes(TotalWrites(), MaxKeySize());
@@ -493,6 +504,7 @@ Status Runner::Run() {
   }
   report_->environment = DetectEnvironment(cfg_.pool_dir, cfg_.mode, cfg_.seed);
   report_->latency_sample = cfg_.latency_sample;
+  report_->media_model = MediaModelName(cfg_.media_model);
   tracing_ = !cfg_.trace_load.empty() || !cfg_.trace_run.empty();
   if (tracing_) {
     if (Status s = ParseTrace(cfg_.trace_load, 0, &load_trace_); !s.ok()) return s;

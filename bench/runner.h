@@ -57,6 +57,7 @@ struct BenchConfig {
   uint32_t scan_length = 100;
   PersistMode mode = PersistMode::kAdr;
   uint32_t write_latency_ns = 0;
+  MediaModel media_model = MediaModel::kPerThread;  // Options::media_model of every pool
   std::string pool_dir;
   uint64_t pool_bytes = 0;  // 0: estimated from keys and ops
   double seconds = 0;       // cap per measured phase; 0 = none
@@ -110,7 +111,14 @@ struct BenchResult {
   LatencySummary latency;
   PersistCounters counters;  // measured phase only
   double per_op_persist_calls = 0, per_op_flushes = 0, per_op_fences = 0,
-         per_op_media_writes = 0;
+         per_op_media_writes = 0, per_op_wpq = 0;
+  // Woo et al.'s accounting: media writes in 64-byte units (4 per XPLine) per WPQ insert
+  // (their Table 2); none without WPQ inserts.
+  std::optional<double> media_units_per_wpq;
+  // Successful inserts of the phase, and the counts divided by them (the paper normalises
+  // mixed workloads per insert); none without inserts.
+  uint64_t inserts = 0;
+  std::optional<double> per_insert_wpq, per_insert_media_units;
   std::optional<double> write_amplification;  // media bytes / logical bytes; none if no writes
   uint64_t logical_bytes = 0;
   uint64_t pm_bytes = 0, dram_bytes = 0, live_keys = 0;
@@ -130,6 +138,7 @@ struct BenchResult {
 struct BenchReport {
   Environment environment;
   uint32_t latency_sample = 0;  // BenchConfig::latency_sample of the run
+  std::string media_model = "per-thread";  // BenchConfig::media_model, by name
   std::vector<BenchResult> results;
   std::vector<std::string> skipped;  // "<index>: <reason>"
   bool verify_failed = false;

@@ -27,6 +27,7 @@ bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, Th
       if (!s.IsAlreadyExists()) r.error(s);
     } else {
       r.logical_bytes += key.size() + 8;
+      r.inserts++;
     }
   }
   return false;
@@ -161,6 +162,7 @@ void MixStream::Written(const Status& s, std::string_view key, ThreadResult& r, 
     if (!(insert ? s.IsAlreadyExists() : s.IsNotFound())) r.error(s);
   } else {
     r.logical_bytes += key.size() + 8;
+    if (insert) r.inserts++;
   }
 }
 
@@ -203,6 +205,7 @@ bool TraceWorker(Index* index, const Trace& trace, const std::vector<uint32_t>& 
       if (!s.IsNotFound() && !s.IsAlreadyExists()) r.error(s);
     } else if (op.kind == OpKind::kInsert || op.kind == OpKind::kUpdate) {
       r.logical_bytes += key.size() + 8;
+      if (op.kind == OpKind::kInsert) r.inserts++;
     } else if (op.kind == OpKind::kRemove) {
       r.logical_bytes += key.size();
     }

@@ -20,6 +20,9 @@ const Entry kEntries[] = {
     {"d", Workload::Kind::kMix, {95, 0, 5, 0, 0, 0}, true},
     {"e", Workload::Kind::kMix, {0, 0, 5, 95, 0, 0}, false},
     {"f", Workload::Kind::kMix, {50, 0, 0, 0, 50, 0}, false},
+    // Woo et al.'s A and B: reads mixed with inserts (YCSB's mix them with updates).
+    {"a-insert", Workload::Kind::kMix, {50, 0, 50, 0, 0, 0}, false},
+    {"b-insert", Workload::Kind::kMix, {95, 0, 5, 0, 0, 0}, false},
     {"insert", Workload::Kind::kMix, {0, 0, 100, 0, 0, 0}, false},
     {"lookup", Workload::Kind::kMix, {100, 0, 0, 0, 0, 0}, false},
     {"update", Workload::Kind::kMix, {0, 100, 0, 0, 0, 0}, false},

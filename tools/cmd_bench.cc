@@ -35,6 +35,7 @@ struct BenchArgs {
   uint32_t scan_length = 100;
   std::string mode = "adr";
   uint32_t write_latency_ns = 0;
+  std::string media_model = "per-thread";
   std::string pool_dir;
   uint64_t pool_mb = 0;
   double seconds = kDefaultSeconds;
@@ -112,6 +113,7 @@ bench::BenchConfig MakeConfig(const BenchArgs& args) {
   cfg.scan_length = args.scan_length;
   ParsePersistMode(args.mode, &cfg.mode);
   cfg.write_latency_ns = args.write_latency_ns;
+  ParseMediaModel(args.media_model, &cfg.media_model);
   cfg.pool_dir = args.pool_dir.empty() ? bench::DefaultPoolDir() : args.pool_dir;
   cfg.pool_bytes = args.pool_mb << 20;
   cfg.seconds = args.seconds;
@@ -278,6 +280,11 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("--write-latency", a->write_latency_ns,
                   "Extra ns per flushed cache line, paid at the next fence")
       ->check(CLI::Range(0u, 1000000u))
+      ->capture_default_str();
+  sub->add_option("--media-model", a->media_model,
+                  "XPLine media model: one write-combining buffer per thread, or one shared "
+                  "by the pool's threads as on the DIMM (serialises flushes; for accounting)")
+      ->check(CLI::IsMember({"per-thread", "shared"}))
       ->capture_default_str();
   sub->add_option("--pool-dir", a->pool_dir, "Where pools are created (default $PMINDEX_POOL_DIR, else /dev/shm)")
       ->check(CLI::ExistingDirectory);

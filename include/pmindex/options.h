@@ -23,6 +23,20 @@ enum class PersistMode : uint8_t {
   kVolatile = 4,  // nothing: the DRAM baseline of the same code
 };
 
+// Where the XPLine media model (Options::model_media) buffers the flushed lines of a pool's
+// threads. Optane's write-combining buffer sits in the DIMM and is shared by every thread;
+// a model per thread keeps single- and multi-threaded counts free of the others' flushes
+// and costs no lock.
+enum class MediaModel : uint8_t {
+  kPerThread = 0,  // one 64-entry buffer per thread (default: no lock on the flush path)
+  kShared = 1,     // one buffer for the pool, under a lock (as the hardware is)
+};
+
+// "per-thread", "shared".
+const char* MediaModelName(MediaModel model);
+// Parses a media model name; false if `name` is neither.
+bool ParseMediaModel(std::string_view name, MediaModel* model);
+
 // "adr", "eadr", "async", "adaptive", "volatile".
 const char* PersistModeName(PersistMode mode);
 // Parses a mode name; false if `name` is not one of the five.
@@ -98,6 +112,10 @@ struct Options {
   // the pool's counters). A research instrument that costs time per flush. Default: off
   // (`pmindex bench` turns it on).
   bool model_media = false;
+  // Which buffer the media model merges flushed lines in (MediaModel). The shared model
+  // serialises every flush of the pool on one lock: for accounting runs, not for throughput.
+  // Default: per thread.
+  MediaModel media_model = MediaModel::kPerThread;
   // Fault in the whole mapping when the pool opens (madvise MADV_POPULATE_WRITE), so the
   // kernel's page allocation and zeroing are not paid inside later operations. Takes the
   // pool's size in memory at once. Ignored for read_only pools. Default: no (`pmindex bench`

@@ -17,10 +17,14 @@ struct PersistCounters {
   uint64_t fences = 0;         // fences, including those inside persist
   uint64_t media_writes = 0;   // 256-byte XPLine writes the media model issued
   uint64_t media_rmw = 0;      // of which read-modify-writes (fewer than 4 dirty lines)
+  // 64-byte lines the media model received: the lines that reach the memory controller's
+  // write-pending queue (WPQ inserts, as Woo et al. count them).
+  uint64_t wpq_inserts = 0;
 
   PersistCounters operator-(const PersistCounters& o) const {
     return {persist_calls - o.persist_calls, flushes - o.flushes, fences - o.fences,
-            media_writes - o.media_writes, media_rmw - o.media_rmw};
+            media_writes - o.media_writes, media_rmw - o.media_rmw,
+            wpq_inserts - o.wpq_inserts};
   }
   PersistCounters& operator+=(const PersistCounters& o) {
     persist_calls += o.persist_calls;
@@ -28,6 +32,7 @@ struct PersistCounters {
     fences += o.fences;
     media_writes += o.media_writes;
     media_rmw += o.media_rmw;
+    wpq_inserts += o.wpq_inserts;
     return *this;
   }
   bool operator==(const PersistCounters&) const = default;

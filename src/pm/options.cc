@@ -24,4 +24,18 @@ bool ParsePersistMode(std::string_view name, PersistMode* mode) {
   return false;
 }
 
+const char* MediaModelName(MediaModel model) {
+  return model == MediaModel::kShared ? "shared" : "per-thread";
+}
+
+bool ParseMediaModel(std::string_view name, MediaModel* model) {
+  for (MediaModel m : {MediaModel::kPerThread, MediaModel::kShared}) {
+    if (name == MediaModelName(m)) {
+      *model = m;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace pmindex

@@ -27,6 +27,7 @@ PersistCounters read_slot(const ThreadSlot& s) {
   c.fences = c.persist_calls + s.bare_fences.load(std::memory_order_relaxed);
   c.media_writes = s.media.media_writes();
   c.media_rmw = s.media.media_rmw();
+  c.wpq_inserts = s.media.wpq_inserts();
   return c;
 }
 
@@ -68,6 +69,8 @@ PersistContext::PersistContext(const PersistSettings& settings)
       mode_(settings.mode),
       write_latency_ns_(settings.write_latency_ns),
       hook_(settings.hook) {
+  if (settings.media_model == MediaModel::kShared)
+    shared_media_ = std::make_unique<detail::SharedMedia>();
   switch (settings.mode) {
     case PersistMode::kAdr:
       flush_kind_ = settings.msync ? FlushKind::kMsync : FlushKind::kLines;
@@ -102,7 +105,14 @@ void PersistContext::choose_path() {
 
 void PersistContext::flush_slow(detail::ThreadSlot* s, uintptr_t first, size_t lines, size_t n) {
   if (hook_ != nullptr) hook_->on_flush(first, lines);
-  if (model_media_) s->media.add_lines(first, lines);
+  if (model_media_) {
+    if (shared_media_) {
+      std::lock_guard<std::mutex> lock(shared_media_->mu);
+      shared_media_->model.add_lines(first, lines);
+    } else {
+      s->media.add_lines(first, lines);
+    }
+  }
   switch (flush_kind_) {
     case FlushKind::kLines:  // written-back lines = flushes for this kind (executed())
       detail::flush_lines(first, lines);
@@ -137,6 +147,12 @@ PersistHook* PersistContext::set_hook(PersistHook* hook) {
 PersistCounters PersistContext::counters() const {
   PersistCounters sum;
   slots_.for_each([&](const detail::ThreadSlot& s) { sum += detail::read_slot(s); });
+  if (shared_media_) {
+    const XPLineModel& m = shared_media_->model;  // relaxed loads, as the threads' models
+    sum.media_writes += m.media_writes();
+    sum.media_rmw += m.media_rmw();
+    sum.wpq_inserts += m.wpq_inserts();
+  }
   return sum;
 }
 
@@ -165,7 +181,14 @@ PersistContext::Executed PersistContext::executed() const {
 
 PersistCounters PersistContext::thread_counters() { return detail::read_slot(slots_.local()); }
 
-void PersistContext::drain_media() { slots_.local().media.drain(); }
+void PersistContext::drain_media() {
+  if (shared_media_) {
+    std::lock_guard<std::mutex> lock(shared_media_->mu);
+    shared_media_->model.drain();
+    return;
+  }
+  slots_.local().media.drain();
+}
 
 FlushInstruction flush_instruction() { return detail::g_flush_insn; }
 

@@ -23,8 +23,9 @@
 // in one process never change each other's durability.
 //
 // Counters, per context and per thread, independent of the mode: persist_calls, flushes
-// (cache lines), fences. The flushed-line stream also feeds a per-thread XPLine media model
-// (xpline.h) when model_media is on. counters() sums the context's threads.
+// (cache lines), fences. The flushed-line stream also feeds the XPLine media model (xpline.h)
+// when model_media is on: one per thread, or one for the context under a lock
+// (MediaModel::kShared). counters() sums the context's threads and the shared model.
 //
 // A PersistHook (the crash tracker, a tracer; options.h) sees only its own context's calls;
 // when none is installed the cost is one predictable branch per call.
@@ -36,6 +37,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -61,6 +64,7 @@ const char* flush_instruction_name();
 struct PersistSettings {
   PersistMode mode = PersistMode::kAdr;
   bool model_media = false;       // feed the XPLine model
+  MediaModel media_model = MediaModel::kPerThread;  // one model per thread, or one shared
   uint32_t write_latency_ns = 0;  // injected per flushed line, paid at the next fence
   PersistHook* hook = nullptr;
   // adr on a page-granularity mapping of a file system: flush by msync(MS_SYNC).
@@ -117,6 +121,12 @@ inline void sfence() { asm volatile("sfence" ::: "memory"); }
 void msync_range(ThreadSlot* slot);
 void pay_latency(ThreadSlot* slot);
 
+// The media model shared by a context's threads (MediaModel::kShared).
+struct SharedMedia {
+  std::mutex mu;
+  XPLineModel model;
+};
+
 }  // namespace detail
 
 class PersistContext {
@@ -153,6 +163,9 @@ class PersistContext {
   bool uses_msync() const { return flush_kind_ == FlushKind::kMsync; }
   uint32_t write_latency_ns() const { return write_latency_ns_; }
   bool model_media() const { return model_media_; }
+  MediaModel media_model() const {
+    return shared_media_ ? MediaModel::kShared : MediaModel::kPerThread;
+  }
   void set_model_media(bool on) {
     model_media_ = on;
     choose_path();
@@ -172,8 +185,9 @@ class PersistContext {
     uint64_t sfences = 0;
   };
   Executed executed() const;
-  // Evicts every XPLine the calling thread's media model holds, counting their media
-  // writes. Call at the end of a measured phase, in every thread that wrote.
+  // Evicts every XPLine the calling thread's media model holds (the shared model: every
+  // XPLine it holds), counting their media writes. Call at the end of a measured phase, in
+  // every thread that wrote.
   void drain_media();
 
  private:
@@ -227,6 +241,7 @@ class PersistContext {
   PersistMode mode_;
   uint32_t write_latency_ns_;
   PersistHook* hook_;
+  std::unique_ptr<detail::SharedMedia> shared_media_;  // null: a model per thread
   PerThread<detail::ThreadSlot> slots_;
 };
 

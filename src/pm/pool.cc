@@ -482,6 +482,7 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
   pm::PersistSettings settings;
   settings.mode = options.mode;
   settings.model_media = options.model_media;
+  settings.media_model = options.media_model;
   settings.write_latency_ns = options.write_latency_ns;
   settings.hook = options.persist_hook;
   // Cache flushes do not reach a disk: a file system's page-granularity mapping is made

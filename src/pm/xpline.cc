@@ -95,6 +95,7 @@ void XPLineModel::reset() {
   head_ = 0;
   __atomic_store_n(&media_writes_, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&media_rmw_, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&wpq_inserts_, 0, __ATOMIC_RELAXED);
 }
 
 }  // namespace pmindex::pm

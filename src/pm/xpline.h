@@ -7,10 +7,13 @@
 // read-modify-write when fewer than all four of its cache lines were dirty (the controller
 // must read the rest first).
 //
-// The model: 64 entries, LRU, per thread (so single-threaded counts are deterministic and
-// comparable across machines). drain() writes back every buffered XPLine.
+// The model: 64 entries, LRU. A pool has one per thread (so single-threaded counts are
+// deterministic and comparable across machines) or one shared by its threads under a lock
+// (MediaModel, options.h). drain() writes back every buffered XPLine. Every line fed to
+// the model is one WPQ insert (a 64-byte line reaching the memory controller); media writes
+// are counted in XPLines (256 bytes = four 64-byte media-write units).
 //
-// Thread safety: none; each thread owns its model (see persist.h).
+// Thread safety: none; the owner serialises (see persist.h).
 #ifndef PMINDEX_PM_XPLINE_H_
 #define PMINDEX_PM_XPLINE_H_
 
@@ -31,6 +34,7 @@ class XPLineModel {
     for (size_t i = 0; i < lines; ++i) add_line(first_line + i * 64);
   }
   void add_line(uintptr_t line) {
+    __atomic_store_n(&wpq_inserts_, wpq_inserts_ + 1, __ATOMIC_RELAXED);
     const uint64_t tag = (line >> 8) + 1;  // +1: 0 marks an empty entry
     const uint8_t bit = static_cast<uint8_t>(1u << ((line >> 6) & 3));
     if (tags_[head_] == tag) {  // the common case: consecutive lines of one XPLine
@@ -45,6 +49,7 @@ class XPLineModel {
   // Counted by the owner only; read by other threads through relaxed loads.
   uint64_t media_writes() const { return __atomic_load_n(&media_writes_, __ATOMIC_RELAXED); }
   uint64_t media_rmw() const { return __atomic_load_n(&media_rmw_, __ATOMIC_RELAXED); }
+  uint64_t wpq_inserts() const { return __atomic_load_n(&wpq_inserts_, __ATOMIC_RELAXED); }
   void reset();
 
  private:
@@ -68,6 +73,7 @@ class XPLineModel {
   uint8_t head_ = 0;
   uint64_t media_writes_ = 0;
   uint64_t media_rmw_ = 0;
+  uint64_t wpq_inserts_ = 0;
 };
 
 }  // namespace pmindex::pm

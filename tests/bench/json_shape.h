@@ -61,10 +61,16 @@ inline std::vector<std::string> JsonShapeProblems(const nlohmann::json& doc) {
       need(sub(r, "latency_ns"), w + ".latency_ns", f, uint, "an unsigned integer");
     }
     need(r, w, "per_op", obj, "an object");
-    for (const char* f : {"persist_calls", "flushes", "fences", "media_writes"}) {
+    for (const char* f : {"persist_calls", "flushes", "fences", "media_writes", "wpq"}) {
       need(sub(r, "per_op"), w + ".per_op", f, num, "a number");
     }
     need(r, w, "write_amplification", num_or_null, "a number or null");
+    need(r, w, "media_units_per_wpq", num_or_null, "a number or null");
+    need(r, w, "per_insert", obj, "an object");
+    need(sub(r, "per_insert"), w + ".per_insert", "inserts", uint, "an unsigned integer");
+    for (const char* f : {"wpq", "media_units"}) {
+      need(sub(r, "per_insert"), w + ".per_insert", f, num_or_null, "a number or null");
+    }
     need(r, w, "memory", obj, "an object");
     need(sub(r, "memory"), w + ".memory", "pm_bytes", uint, "an unsigned integer");
     need(sub(r, "memory"), w + ".memory", "dram_bytes", uint, "an unsigned integer");

@@ -256,6 +256,45 @@ TEST(RunnerTest, PerOpCountsAreDeterministicAndZeroForVolatileBaselines) {
   EXPECT_LT(a->counters.persist_calls, 300u);
 }
 
+// Woo et al.'s accounting: every flushed line is a WPQ insert, media writes count in 64-byte
+// units per WPQ insert, and their A/B mixes (reads with inserts) normalise per insert.
+TEST(RunnerTest, PaperAccountingCountsWpqInsertsAndNormalisesPerInsert) {
+  TempDir dir;
+  const uint64_t seed = TestSeed(11);
+  SCOPED_TRACE(SeedTrace(seed));
+  BenchConfig c = SmallConfig(dir, {"testlist"}, "load,a-insert,b-insert,c", 400, 400);
+  c.seed = seed;
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  for (const BenchResult& r : report.results) {
+    SCOPED_TRACE(r.workload);
+    EXPECT_EQ(r.counters.wpq_inserts, r.counters.flushes);
+    if (r.workload == "c") {
+      EXPECT_EQ(r.inserts, 0u);
+      EXPECT_FALSE(r.per_insert_wpq.has_value());
+      continue;
+    }
+    ASSERT_GT(r.inserts, 0u);
+    ASSERT_TRUE(r.per_insert_wpq.has_value());
+    EXPECT_DOUBLE_EQ(*r.per_insert_wpq, static_cast<double>(r.counters.wpq_inserts) /
+                                            static_cast<double>(r.inserts));
+    ASSERT_TRUE(r.media_units_per_wpq.has_value());
+    EXPECT_DOUBLE_EQ(*r.media_units_per_wpq, 4.0 * static_cast<double>(r.counters.media_writes) /
+                                                 static_cast<double>(r.counters.wpq_inserts));
+  }
+  // a-insert draws half its operations as inserts, b-insert one in twenty.
+  const BenchResult* a = Find(report, "testlist", "a-insert");
+  const BenchResult* b = Find(report, "testlist", "b-insert");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NEAR(static_cast<double>(a->inserts), 200.0, 40.0);
+  EXPECT_LT(b->inserts, 50u);
+  const BenchResult* load = Find(report, "testlist", "load");
+  ASSERT_NE(load, nullptr);
+  EXPECT_EQ(load->inserts, load->ops);
+  EXPECT_DOUBLE_EQ(*load->per_insert_wpq, load->per_op_wpq);
+}
+
 // A random trace over int and string keys, with conditional writes that must fail.
 struct GeneratedTrace {
   std::string load_path, run_path;

@@ -159,6 +159,29 @@ TEST(Counters, SumThreadsIncludingExitedOnes) {
   EXPECT_EQ(d.flushes, 4000u);
   EXPECT_EQ(d.fences, 4000u);
   EXPECT_EQ(d.media_writes, 4u * 4);  // each thread drained its 4 XPLines
+  EXPECT_EQ(d.wpq_inserts, 4000u);    // every flushed line reaches the WPQ
+}
+
+// The shared model merges every thread's lines in one buffer, as the DIMM's does: four
+// threads flushing the same four XPLines cost four media writes, not sixteen.
+TEST(Counters, SharedMediaModelMergesThreads) {
+  PersistSettings s = Settings(PersistMode::kAdr);
+  s.media_model = MediaModel::kShared;
+  PersistContext pc(s);
+  ASSERT_EQ(pc.media_model(), MediaModel::kShared);
+  PersistCounters before = pc.counters();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&pc] {
+      for (int i = 0; i < 1000; ++i) pc.persist(buffer + (i % 16) * 64, 8);
+    });
+  }
+  for (auto& t : threads) t.join();
+  pc.drain_media();  // any thread drains the shared buffer
+  PersistCounters d = pc.counters() - before;
+  EXPECT_EQ(d.wpq_inserts, 4000u);
+  EXPECT_EQ(d.media_writes, 4u);
+  EXPECT_EQ(d.media_rmw, 0u);  // all four lines of each XPLine were written
 }
 
 // More threads at once than any fixed table would hold, oversubscribed: each keeps its own
