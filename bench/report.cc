@@ -116,6 +116,11 @@ void PrintRoundRatios(const BenchReport& report, const std::string& workload, in
 void PrintReport(const BenchReport& report, std::FILE* out) {
   PrintEnvironment(report.environment, out);
   std::fprintf(out, "  latency:    %s\n", LatencyMethod(report.latency_sample).c_str());
+  if (report.media_model != "per-thread" || report.count_unflushed) {
+    std::fprintf(out, "  media:      %s write-combining buffer%s\n",
+                 report.media_model == "shared" ? "one shared" : "a per-thread",
+                 report.count_unflushed ? "; unflushed writes counted at cache eviction" : "");
+  }
   // Tables in order of first appearance of (workload, threads).
   std::vector<std::pair<std::string, int>> order;
   for (const BenchResult& r : report.results) {
@@ -176,6 +181,7 @@ std::string ReportJson(const BenchReport& report) {
                       {"cores", e.cores},
                       {"mode", e.mode},
                       {"media_model", report.media_model},
+                      {"count_unflushed", report.count_unflushed},
                       {"pool_dir", e.pool_dir},
                       {"build", e.build},
                       {"version", e.version},

@@ -258,6 +258,7 @@ bool Runner::CreateForRun(IndexRun& run) {
   options.write_latency_ns = cfg_.write_latency_ns;
   options.model_media = true;  // media writes and write amplification are reported
   options.media_model = cfg_.media_model;
+  options.count_unflushed_writes = cfg_.count_unflushed;
   options.prefault = cfg_.prefault;
   options.pool_size = cfg_.pool_bytes > 0 ? cfg_.pool_bytes
                                           : EstimatePoolBytes(TotalWrites(), MaxKeySize());
@@ -505,6 +506,7 @@ Status Runner::Run() {
   report_->environment = DetectEnvironment(cfg_.pool_dir, cfg_.mode, cfg_.seed);
   report_->latency_sample = cfg_.latency_sample;
   report_->media_model = MediaModelName(cfg_.media_model);
+  report_->count_unflushed = cfg_.count_unflushed;
   tracing_ = !cfg_.trace_load.empty() || !cfg_.trace_run.empty();
   if (tracing_) {
     if (Status s = ParseTrace(cfg_.trace_load, 0, &load_trace_); !s.ok()) return s;

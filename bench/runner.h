@@ -58,6 +58,7 @@ struct BenchConfig {
   PersistMode mode = PersistMode::kAdr;
   uint32_t write_latency_ns = 0;
   MediaModel media_model = MediaModel::kPerThread;  // Options::media_model of every pool
+  bool count_unflushed = false;  // Options::count_unflushed_writes of every pool
   std::string pool_dir;
   uint64_t pool_bytes = 0;  // 0: estimated from keys and ops
   double seconds = 0;       // cap per measured phase; 0 = none
@@ -139,6 +140,7 @@ struct BenchReport {
   Environment environment;
   uint32_t latency_sample = 0;  // BenchConfig::latency_sample of the run
   std::string media_model = "per-thread";  // BenchConfig::media_model, by name
+  bool count_unflushed = false;            // BenchConfig::count_unflushed
   std::vector<BenchResult> results;
   std::vector<std::string> skipped;  // "<index>: <reason>"
   bool verify_failed = false;

@@ -36,6 +36,7 @@ struct BenchArgs {
   std::string mode = "adr";
   uint32_t write_latency_ns = 0;
   std::string media_model = "per-thread";
+  bool count_unflushed = false;
   std::string pool_dir;
   uint64_t pool_mb = 0;
   double seconds = kDefaultSeconds;
@@ -114,6 +115,7 @@ bench::BenchConfig MakeConfig(const BenchArgs& args) {
   ParsePersistMode(args.mode, &cfg.mode);
   cfg.write_latency_ns = args.write_latency_ns;
   ParseMediaModel(args.media_model, &cfg.media_model);
+  cfg.count_unflushed = args.count_unflushed;
   cfg.pool_dir = args.pool_dir.empty() ? bench::DefaultPoolDir() : args.pool_dir;
   cfg.pool_bytes = args.pool_mb << 20;
   cfg.seconds = args.seconds;
@@ -286,6 +288,10 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
                   "by the pool's threads as on the DIMM (serialises flushes; for accounting)")
       ->check(CLI::IsMember({"per-thread", "shared"}))
       ->capture_default_str();
+  sub->add_flag("--count-unflushed", a->count_unflushed,
+               "Also count the lines written without a flush, written back when a model of "
+               "the CPU cache evicts them (slow: pages are write-protected and compared at "
+               "every fence)");
   sub->add_option("--pool-dir", a->pool_dir, "Where pools are created (default $PMINDEX_POOL_DIR, else /dev/shm)")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--pool-mb", a->pool_mb, "Pool size in MiB (default: estimated from keys)")

@@ -116,6 +116,12 @@ struct Options {
   // serialises every flush of the pool on one lock: for accounting runs, not for throughput.
   // Default: per thread.
   MediaModel media_model = MediaModel::kPerThread;
+  // With model_media: also count the lines written without a flush, which a CPU cache writes
+  // back when it evicts them (an eADR run's writes, lock words on persistent lines). The
+  // pool's mapping is write-protected and every fence compares the pages written since the
+  // last with a shadow (src/pm/unflushed.h); flushes then count only where the mode executes
+  // them. Slow: a measuring instrument. Not with persist_hook. Default: off.
+  bool count_unflushed_writes = false;
   // Fault in the whole mapping when the pool opens (madvise MADV_POPULATE_WRITE), so the
   // kernel's page allocation and zeroing are not paid inside later operations. Takes the
   // pool's size in memory at once. Ignored for read_only pools. Default: no (`pmindex bench`

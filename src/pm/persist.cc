@@ -64,6 +64,17 @@ void pay_latency(ThreadSlot* slot) {
 
 }  // namespace detail
 
+// The fence hook of track_unflushed: each fence collects the lines written since the last.
+class PersistContext::UnflushedHook : public PersistHook {
+ public:
+  explicit UnflushedHook(PersistContext* pc) : pc_(pc) {}
+  void on_flush(uintptr_t, size_t) override {}  // flush_slow notes written-back lines itself
+  void on_fence() override { pc_->collect_unflushed(); }
+
+ private:
+  PersistContext* pc_;
+};
+
 PersistContext::PersistContext(const PersistSettings& settings)
     : model_media_(settings.model_media),
       mode_(settings.mode),
@@ -71,6 +82,11 @@ PersistContext::PersistContext(const PersistSettings& settings)
       hook_(settings.hook) {
   if (settings.media_model == MediaModel::kShared)
     shared_media_ = std::make_unique<detail::SharedMedia>();
+  if (settings.track_unflushed && settings.model_media && hook_ == nullptr) {
+    unflushed_ = std::make_unique<UnflushedWriteTracker>();
+    own_hook_ = std::make_unique<UnflushedHook>(this);
+    hook_ = own_hook_.get();
+  }
   switch (settings.mode) {
     case PersistMode::kAdr:
       flush_kind_ = settings.msync ? FlushKind::kMsync : FlushKind::kLines;
@@ -105,12 +121,14 @@ void PersistContext::choose_path() {
 
 void PersistContext::flush_slow(detail::ThreadSlot* s, uintptr_t first, size_t lines, size_t n) {
   if (hook_ != nullptr) hook_->on_flush(first, lines);
-  if (model_media_) {
-    if (shared_media_) {
-      std::lock_guard<std::mutex> lock(shared_media_->mu);
-      shared_media_->model.add_lines(first, lines);
-    } else {
-      s->media.add_lines(first, lines);
+  if (model_media_ && !unflushed_) add_media_lines(s, first, lines);
+  if (unflushed_) {  // only what the mode writes back reaches the controller
+    const bool written_back = flush_kind_ == FlushKind::kLines ||
+                              flush_kind_ == FlushKind::kMsync ||
+                              (flush_kind_ == FlushKind::kLinesAbove256 && n > kAdaptiveThreshold);
+    if (written_back) {
+      unflushed_->note_written_back(first, lines);
+      add_media_lines(s, first, lines);
     }
   }
   switch (flush_kind_) {
@@ -135,6 +153,29 @@ void PersistContext::flush_slow(detail::ThreadSlot* s, uintptr_t first, size_t l
     s->pending_latency_ns += lines * write_latency_ns_;
     if (!sfence_) detail::pay_latency(s);  // no fence will come
   }
+}
+
+void PersistContext::add_media_lines(detail::ThreadSlot* s, uintptr_t first, size_t lines) {
+  if (shared_media_) {
+    std::lock_guard<std::mutex> lock(shared_media_->mu);
+    shared_media_->model.add_lines(first, lines);
+  } else {
+    s->media.add_lines(first, lines);
+  }
+}
+
+void PersistContext::collect_unflushed() {
+  detail::ThreadSlot* s = &slots_.local();
+  unflushed_->collect([&](uintptr_t line) { add_media_lines(s, line, 1); });
+}
+
+Status PersistContext::map(void* base, size_t size) {
+  if (!unflushed_) return Status::OK();
+  return unflushed_->start(base, size);
+}
+
+void PersistContext::unmap() {
+  if (unflushed_) unflushed_->stop();
 }
 
 PersistHook* PersistContext::set_hook(PersistHook* hook) {
@@ -182,6 +223,10 @@ PersistContext::Executed PersistContext::executed() const {
 PersistCounters PersistContext::thread_counters() { return detail::read_slot(slots_.local()); }
 
 void PersistContext::drain_media() {
+  if (unflushed_) {  // what the cache still holds dirty is written back eventually
+    detail::ThreadSlot* s = &slots_.local();
+    unflushed_->drain([&](uintptr_t line) { add_media_lines(s, line, 1); });
+  }
   if (shared_media_) {
     std::lock_guard<std::mutex> lock(shared_media_->mu);
     shared_media_->model.drain();

@@ -25,7 +25,10 @@
 // Counters, per context and per thread, independent of the mode: persist_calls, flushes
 // (cache lines), fences. The flushed-line stream also feeds the XPLine media model (xpline.h)
 // when model_media is on: one per thread, or one for the context under a lock
-// (MediaModel::kShared). counters() sums the context's threads and the shared model.
+// (MediaModel::kShared). counters() sums the context's threads and the shared model. With
+// track_unflushed (unflushed.h) the model receives only the lines the mode writes back, and
+// the lines a workload writes without a flush reach it when a model of the CPU cache evicts
+// them (at fences, and every one at drain_media).
 //
 // A PersistHook (the crash tracker, a tracer; options.h) sees only its own context's calls;
 // when none is installed the cost is one predictable branch per call.
@@ -44,6 +47,7 @@
 #include <cstring>
 
 #include "pm/thread_registry.h"
+#include "pm/unflushed.h"
 #include "pm/xpline.h"
 #include "pmindex/options.h"
 #include "pmindex/stats.h"
@@ -65,6 +69,8 @@ struct PersistSettings {
   PersistMode mode = PersistMode::kAdr;
   bool model_media = false;       // feed the XPLine model
   MediaModel media_model = MediaModel::kPerThread;  // one model per thread, or one shared
+  // Find lines written without a flush (needs model_media and map(); not with a hook).
+  bool track_unflushed = false;
   uint32_t write_latency_ns = 0;  // injected per flushed line, paid at the next fence
   PersistHook* hook = nullptr;
   // adr on a page-granularity mapping of a file system: flush by msync(MS_SYNC).
@@ -170,6 +176,14 @@ class PersistContext {
     model_media_ = on;
     choose_path();
   }
+  // The mapping this context persists, for track_unflushed (write-protects it); OK and
+  // nothing done otherwise. Errors of UnflushedWriteTracker::start.
+  Status map(void* base, size_t size);
+  // Before the mapping goes away: stops tracking it (the counts so far stay readable).
+  void unmap();
+  // Lines found written (flushed or not) and of those the unflushed ones; 0 untracked.
+  uint64_t lines_written() const { return unflushed_ ? unflushed_->lines_written() : 0; }
+  uint64_t lines_unflushed() const { return unflushed_ ? unflushed_->lines_unflushed() : 0; }
   PersistHook* hook() const { return hook_; }
   // Installs a hook (nullptr removes it); returns the previous one. Quiescent moments only.
   PersistHook* set_hook(PersistHook* hook);
@@ -213,6 +227,11 @@ class PersistContext {
     }
   }
   void flush_slow(detail::ThreadSlot* s, uintptr_t first, size_t lines, size_t n);
+  // Feeds lines to the calling thread's media model, or the shared one.
+  void add_media_lines(detail::ThreadSlot* s, uintptr_t first, size_t lines);
+  // At a fence with track_unflushed: the cache model's evictions into the media model.
+  void collect_unflushed();
+  class UnflushedHook;
   // Which flush_in path the settings select (recomputed when a hook or the model changes).
   void choose_path();
 
@@ -242,6 +261,8 @@ class PersistContext {
   uint32_t write_latency_ns_;
   PersistHook* hook_;
   std::unique_ptr<detail::SharedMedia> shared_media_;  // null: a model per thread
+  std::unique_ptr<UnflushedWriteTracker> unflushed_;    // null: flushed lines only
+  std::unique_ptr<PersistHook> own_hook_;               // unflushed_'s fence hook
   PerThread<detail::ThreadSlot> slots_;
 };
 

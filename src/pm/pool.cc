@@ -483,6 +483,7 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
   settings.mode = options.mode;
   settings.model_media = options.model_media;
   settings.media_model = options.media_model;
+  settings.track_unflushed = options.count_unflushed_writes && !read_only;
   settings.write_latency_ns = options.write_latency_ns;
   settings.hook = options.persist_hook;
   // Cache flushes do not reach a disk: a file system's page-granularity mapping is made
@@ -490,6 +491,7 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
   settings.msync = options.mode == PersistMode::kAdr && !read_only &&
                    pool->granularity_ == StoreGranularity::kPage && !pool->memory_backed_;
   pool->persist_ = std::make_unique<pm::PersistContext>(settings);
+  if (Status s = pool->persist_->map(pool->base_, pool->size_); !s.ok()) return s;
   if (options.persist_hook != nullptr) options.persist_hook->on_map(pool->base_, pool->size_);
   pm::PersistContext& pc = *pool->persist_;
 
@@ -523,6 +525,7 @@ Status Pool::Close() {
       persist_->persist(&hdr->clean, sizeof(hdr->clean));
     }
     allocator_.reset();
+    persist_->unmap();
     pmem2_map_delete(&map_);
     map_ = nullptr;
     base_ = nullptr;

@@ -2,6 +2,7 @@
 #include "pm/persist.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -236,6 +237,125 @@ TEST(WriteLatency, IsPaidAtTheFence) {
                 std::chrono::steady_clock::now() - t0)
                 .count();
   EXPECT_GE(ns, 200000);
+}
+
+// ---- lines written without a flush (UnflushedWriteTracker) ----
+
+// A page-aligned shared mapping, as a pool's.
+class Mapping {
+ public:
+  explicit Mapping(size_t size) : size_(size) {
+    p_ = static_cast<char*>(
+        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  }
+  ~Mapping() { munmap(p_, size_); }
+  char* data() const { return p_; }
+  size_t size() const { return size_; }
+
+ private:
+  char* p_;
+  size_t size_;
+};
+
+PersistSettings Tracking(PersistMode mode) {
+  PersistSettings s = Settings(mode);
+  s.track_unflushed = true;
+  return s;
+}
+
+// The proof that the mode sees what flush counting cannot: lines stored and never flushed
+// (an eADR structure, or a lock word) reach the WPQ only in the tracked context.
+TEST(UnflushedWrites, StoresWithoutFlushesReachTheModelOnlyWhenTracked) {
+  for (bool tracked : {false, true}) {
+    SCOPED_TRACE(tracked ? "tracked" : "flush counting");
+    Mapping m(64 * 1024);
+    PersistContext pc(tracked ? Tracking(PersistMode::kEadr) : Settings(PersistMode::kEadr));
+    ASSERT_TRUE(pc.map(m.data(), m.size()).ok());
+    for (int i = 0; i < 10; ++i) m.data()[i * 4096 + 8] = static_cast<char>(i + 1);  // 10 lines
+    pc.fence();
+    for (int i = 0; i < 10; ++i) m.data()[i * 4096 + 8] = 0x55;  // again: merges in the cache
+    pc.fence();
+    pc.drain_media();
+    const PersistCounters c = pc.counters();
+    EXPECT_EQ(c.flushes, 0u);
+    EXPECT_EQ(c.wpq_inserts, tracked ? 10u : 0u);
+    EXPECT_EQ(c.media_writes, tracked ? 10u : 0u);  // ten XPLines, one dirty line each
+    EXPECT_EQ(pc.lines_unflushed(), tracked ? 20u : 0u);
+    pc.unmap();
+  }
+}
+
+// In adr a flushed line is counted once, by its flush; a word on a persistent line that is
+// written at every operation and never flushed (a lock) is counted when it is written back.
+TEST(UnflushedWrites, FlushedLinesAreCountedOnceAndLockWordsAtTheirWriteBack) {
+  Mapping m(64 * 1024);
+  PersistContext pc(Tracking(PersistMode::kAdr));
+  ASSERT_TRUE(pc.map(m.data(), m.size()).ok());
+  char* lock = m.data() + 8192;
+  for (int op = 0; op < 100; ++op) {
+    lock[0] = static_cast<char>(op | 1);  // take the lock (never flushed)
+    m.data()[(op % 4) * 64] = static_cast<char>(op + 1);
+    pc.persist(m.data() + (op % 4) * 64, 8);
+    lock[0] = 0;
+    lock[8] = static_cast<char>(op);  // a version that changes what readers see
+  }
+  pc.fence();
+  pc.drain_media();
+  const PersistCounters c = pc.counters();
+  EXPECT_EQ(c.flushes, 100u);
+  EXPECT_EQ(c.wpq_inserts, 101u);  // the 100 flushes, the lock line once (it stayed cached)
+  EXPECT_EQ(pc.lines_written(), 200u);  // each fence saw a data line and the lock line
+  pc.unmap();
+}
+
+// The cache model writes a dirty line back when newer dirty lines push it out.
+TEST(UnflushedWrites, TheCacheModelEvictsItsLeastRecentlyDirtiedLine) {
+  Mapping m(64 * 1024);
+  UnflushedWriteTracker t(/*cache_lines=*/2);
+  ASSERT_TRUE(t.start(m.data(), m.size()).ok());
+  std::vector<uintptr_t> out;
+  auto emit = [&](uintptr_t line) { out.push_back(line); };
+  const auto line = [&](int i) { return reinterpret_cast<uintptr_t>(m.data() + i * 64); };
+  m.data()[0] = 1;
+  t.collect(emit);
+  m.data()[64] = 1;
+  t.collect(emit);
+  m.data()[0] = 2;  // line 0 is the most recent again
+  t.collect(emit);
+  EXPECT_TRUE(out.empty());
+  m.data()[128] = 1;  // a third dirty line: line 1 goes
+  t.collect(emit);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], line(1));
+  t.note_written_back(line(0), 1);  // flushed: clean, never written back by the cache
+  t.collect(emit);
+  t.drain(emit);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1], line(2));
+  t.stop();
+  m.data()[4096] = 1;  // writable again
+}
+
+// Several threads writing the tracked mapping at once: every line is found.
+TEST(UnflushedWrites, WritesFromManyThreadsAreAllFound) {
+  Mapping m(256 * 1024);
+  PersistContext pc(Tracking(PersistMode::kEadr));
+  ASSERT_TRUE(pc.map(m.data(), m.size()).ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 256; ++i) {
+        m.data()[(t * 256 + i) * 64] = 1;  // 1024 distinct lines, 4 threads
+        if (i % 16 == 0) pc.fence();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  pc.fence();
+  pc.drain_media();
+  EXPECT_EQ(pc.lines_written(), 1024u);
+  EXPECT_EQ(pc.counters().wpq_inserts, 1024u);
+  pc.unmap();
 }
 
 }  // namespace
