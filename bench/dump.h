@@ -31,7 +31,8 @@ std::string EscapeBytes(std::string_view bytes);
 bool ParseKeyArgument(std::string_view text, std::string* key);
 
 // Prints up to `count` pairs with key >= from (all when count is 0) in key order; *printed
-// says how many. NotSupported for an unordered index.
+// says how many. An unordered index prints its pairs in its own order (Index::for_each) and
+// takes no `from` (InvalidArgument).
 Status DumpIndex(Index& index, std::string_view from, uint64_t count, BytesFormat key_format,
                  BytesFormat value_format, std::FILE* out, uint64_t* printed);
 

@@ -14,11 +14,6 @@ std::string PrintValue(std::string_view v) {
 
 std::string PrintMaybe(const std::string* v) { return v ? PrintValue(*v) : "absent"; }
 
-// The first start key of a full scan.
-std::string ScanStart(const IndexTraits& t) {
-  return t.byte_keys ? std::string() : std::string(IntKey(0).view());
-}
-
 }  // namespace
 
 std::string PrintKey(std::string_view key, bool int_keys) {
@@ -223,61 +218,50 @@ Status CheckAgainstModel(Index& index, const Model& before, const std::vector<co
                               ", expected " + expect +
                               (bv == nullptr && av == nullptr ? " (never acknowledged)" : ""));
   };
+  // Every pair the index holds (in key order if it is ordered) agrees with point lookups
+  // and with the model; a key the model or an interrupted op names that the iteration did
+  // not return must be absent to lookups too.
   Model found;
-  if (t.ordered) {
-    // The full scan is in order and agrees with point lookups; a key the model or an
-    // interrupted op names that the scan did not return must be absent to lookups too.
-    std::string error;
-    bool first = true;
-    std::string prev;
-    index.scan(ScanStart(t), SIZE_MAX, [&](std::string_view k, std::string_view v) {
-      if (!first && std::string_view(prev) >= k) {
-        error = "scan out of order: " + PrintKey(prev, int_keys) + " then " + PrintKey(k, int_keys);
-        return false;
-      }
-      first = false;
-      prev.assign(k);
-      found.emplace_hint(found.end(), std::string(k), std::string(v));
-      return true;
-    });
-    if (!error.empty()) return Status::Corruption(error);
-    std::string got;
-    for (const auto& [k, v] : found) {
-      if (!index.lookup(k, &got).ok() || got != v)
-        return Status::Corruption("scan returns " + PrintKey(k, int_keys) + " = " + PrintValue(v) +
-                                  " but lookup says " + (got.empty() ? "absent" : PrintValue(got)));
-      if (Status s = check(k, &v); !s.ok()) return s;
+  std::string error;
+  bool first = true;
+  std::string prev;
+  const Status iterated = index.for_each([&](std::string_view k, std::string_view v) {
+    if (t.ordered && !first && std::string_view(prev) >= k) {
+      error = "scan out of order: " + PrintKey(prev, int_keys) + " then " + PrintKey(k, int_keys);
+      return false;
     }
-    auto absent = [&](const std::string& k) -> Status {
-      if (found.count(k) != 0) return Status::OK();  // checked above
-      const Status looked = index.lookup(k, &got);
-      if (!looked.ok() && !looked.IsNotFound())
-        return looked.WithContext("lookup of " + PrintKey(k, int_keys));
-      if (looked.ok())
-        return Status::Corruption("lookup of " + PrintKey(k, int_keys) +
-                                  " says present, scan disagrees");
-      return check(k, nullptr);
-    };
-    for (const auto& [k, v] : before)
-      if (Status s = absent(k); !s.ok()) return s;
-    for (const Op* op : inflight)
-      if (Status s = absent(op->key); !s.ok()) return s;
-  } else {
-    // Unordered: what a lookup of each key the model or an interrupted op names returns.
-    auto probe = [&](const std::string& k) -> Status {
-      if (found.count(k) != 0) return Status::OK();
-      std::string got;
-      const Status looked = index.lookup(k, &got);
-      if (!looked.ok() && !looked.IsNotFound())
-        return looked.WithContext("lookup of " + PrintKey(k, int_keys));
-      if (looked.ok()) found.emplace(k, got);
-      return check(k, looked.ok() ? &got : nullptr);
-    };
-    for (const auto& [k, v] : before)
-      if (Status s = probe(k); !s.ok()) return s;
-    for (const Op* op : inflight)
-      if (Status s = probe(op->key); !s.ok()) return s;
+    first = false;
+    prev.assign(k);
+    if (!found.emplace(std::string(k), std::string(v)).second) {
+      error = "iteration returns " + PrintKey(k, int_keys) + " twice";
+      return false;
+    }
+    return true;
+  });
+  if (!iterated.ok()) return iterated.WithContext("iteration after recovery");
+  if (!error.empty()) return Status::Corruption(error);
+  std::string got;
+  for (const auto& [k, v] : found) {
+    if (!index.lookup(k, &got).ok() || got != v)
+      return Status::Corruption("iteration returns " + PrintKey(k, int_keys) + " = " +
+                                PrintValue(v) + " but lookup says " +
+                                (got.empty() ? "absent" : PrintValue(got)));
+    if (Status s = check(k, &v); !s.ok()) return s;
   }
+  auto absent = [&](const std::string& k) -> Status {
+    if (found.count(k) != 0) return Status::OK();  // checked above
+    const Status looked = index.lookup(k, &got);
+    if (!looked.ok() && !looked.IsNotFound())
+      return looked.WithContext("lookup of " + PrintKey(k, int_keys));
+    if (looked.ok())
+      return Status::Corruption("lookup of " + PrintKey(k, int_keys) +
+                                " says present, iteration disagrees");
+    return check(k, nullptr);
+  };
+  for (const auto& [k, v] : before)
+    if (Status s = absent(k); !s.ok()) return s;
+  for (const Op* op : inflight)
+    if (Status s = absent(op->key); !s.ok()) return s;
   if (matched != nullptr) *matched = std::move(found);
   return Status::OK();
 }

@@ -116,6 +116,17 @@ class Index {
   // Calls fn on up to max_count pairs with key >= start, in key order; returns how many.
   // Unordered indexes and closed ones return 0 (traits().ordered is false).
   virtual size_t scan(std::string_view start, size_t max_count, ScanCallback fn) = 0;
+  // Calls fn once on every pair until fn returns false: in key order for ordered indexes (by
+  // default a scan from the smallest key), in an order of their own for unordered ones,
+  // which must override it. What it sees under concurrent writers is the index's scan's
+  // promise (ordered) or stated in the index's header. OK, InvalidArgument for a closed
+  // index, NotSupported for an unordered index that does not override it.
+  virtual Status for_each(ScanCallback fn) {
+    if (!traits().ordered) return Status::NotSupported(traits().name + " has no iteration");
+    const IntKey zero(0);  // the smallest key: 8 zero bytes, or the empty string
+    scan(traits().byte_keys ? std::string_view() : zero.view(), SIZE_MAX, fn);
+    return Status::OK();
+  }
 
   // Checks every structural invariant; Corruption naming the first breach.
   virtual Status verify() = 0;

@@ -90,6 +90,12 @@ size_t CheckedIndex::scan(std::string_view start, size_t max_count, ScanCallback
   return index_->scan(start, max_count, fn);
 }
 
+Status CheckedIndex::for_each(ScanCallback fn) {
+  if (index_ == nullptr) [[unlikely]]
+    return Closed();
+  return index_->for_each(fn);
+}
+
 Status CheckedIndex::verify() { return index_ ? index_->verify() : Closed(); }
 
 IndexStats CheckedIndex::stats() { return index_ ? index_->stats() : IndexStats{}; }

@@ -31,6 +31,7 @@ class CheckedIndex final : public Index {
   Status remove(std::string_view key) override;
   Status lookup(std::string_view key, std::string* value) override;
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
+  Status for_each(ScanCallback fn) override;
   Status verify() override;
   IndexStats stats() override;
   Status recover() override;
