@@ -197,7 +197,7 @@ pairs() {
     echo "fastfair_$m|"
     echo "wort_$m|pmindex_drv wort $m"
     echo "woart_$m|pmindex_drv woart $m"
-    echo "part_$m|pmindex_drv pftree $m"
+    echo "part_$m|pmindex_drv part $m"
   done
   echo "libart|pmindex_drv art volatile"
 }
