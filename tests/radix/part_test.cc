@@ -119,7 +119,8 @@ struct Step {
 std::vector<Step> RecoveryWorkload() {
   std::vector<Step> ops;
   for (uint64_t b = 0; b < 60; ++b) ops.push_back({true, K((b * 4) << 8)});
-  for (uint64_t d = 0; d < 6; ++d) ops.push_back({true, K(0x1122334455667788ull ^ (0x10ull << (8 * d)))});
+  for (uint64_t d = 0; d < 6; ++d)
+    ops.push_back({true, K(0x1122334455667788ull ^ (0x10ull << (8 * d)))});
   for (const char* k : {"s/prefix/aaaa/1", "s/prefix/aaaa/2", "s/prefix/aab", "s/pre", "s"})
     ops.push_back({true, k});
   for (uint64_t b = 0; b < 60; b += 1) ops.push_back({false, K((b * 4) << 8)});
@@ -218,7 +219,8 @@ TEST(PartRecoveryTest, HeaderNotYetRewrittenReadsRight) {
       ASSERT_FALSE(image.empty());
     }
     const std::string path = dir.file("crashed");
-    std::ofstream(path, std::ios::binary).write(image.data(), static_cast<std::streamsize>(image.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(image.data(), static_cast<std::streamsize>(image.size()));
     auto idx = OpenIndex(path, PoolOptions(), "part");
     ASSERT_TRUE(idx.ok()) << idx.status().ToString();
     Index& index = *idx.value();
@@ -258,11 +260,13 @@ crashtest::CampaignOptions BugCampaign(const std::string& scenario, const std::s
 TEST(PartBugTest, PublishedBugsAreCaught) {
   PMINDEX_REQUIRE_MUTANTS();
   for (const char* mutant : {"part.count_before_entry", "part.skip_node_persist"}) {
-    crashtest::CampaignResult r = crashtest::RunAdrCampaign(BugCampaign("header-child-two-stores", mutant));
+    crashtest::CampaignResult r =
+        crashtest::RunAdrCampaign(BugCampaign("header-child-two-stores", mutant));
     EXPECT_TRUE(r.error.ok()) << r.error.ToString();
     EXPECT_FALSE(r.failures.empty()) << mutant << " survived: " << crashtest::FormatResult(r);
   }
-  crashtest::CampaignResult r = crashtest::RunAdrCampaign(BugCampaign("header-child-two-stores", ""));
+  crashtest::CampaignResult r =
+      crashtest::RunAdrCampaign(BugCampaign("header-child-two-stores", ""));
   EXPECT_TRUE(r.passed()) << crashtest::FormatResult(r);
 }
 

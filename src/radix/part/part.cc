@@ -217,8 +217,8 @@ void PArt::Publish(uint64_t* slot, uint64_t node, const PmLeaf* l) {
 PArt::Outcome PArt::AddLeaf(const Place& p, std::string_view key, std::string_view value) {
   pm::PersistContext& pc = pool_->persist_context();
   const Link& at = p.at;
-  const bool by_copy =
-      at.node != 0 && at.unit >= 0 && !Dispatch(mem(), at.node, [](auto* n) { return n->HasRoom(); });
+  const bool by_copy = at.node != 0 && at.unit >= 0 &&
+                       !Dispatch(mem(), at.node, [](auto* n) { return n->HasRoom(); });
   if (by_copy) {
     RowexNodeLock plock;
     if (!LockHolder(p.up, plock)) return std::nullopt;
