@@ -58,12 +58,6 @@ IndexRegistration PArt::Registration() {
   return r;
 }
 
-uint64_t PArt::Read(const Link& l) const {
-  if (l.node == 0) return LoadWord(root_);
-  if (l.unit < 0) return LoadWord(&base(l.node)->end);
-  return Dispatch(mem(), l.node, [&](auto* n) { return n->Load(static_cast<uint8_t>(l.unit)); });
-}
-
 uint64_t* PArt::SlotOf(const Link& l) {
   if (l.node == 0) return root_;
   if (l.unit < 0) return &base(l.node)->end;
@@ -172,24 +166,12 @@ PArt::Outcome PArt::PutOnce(std::string_view key, std::string_view value, PutMod
       if (mode == PutMode::kUpdate) return Status::NotFound();
       return ExpandLeaf(p, w, key, value);
     }
-    const PrefixHeader h = HeaderAt(w, p.depth);
-    if (h.depth != p.depth) return Corruption("node header position out of range");
-    if (h.prefix_len != 0) {
-      // Units of the prefix the key matches (stops where the key ends).
-      const uint32_t limit = std::min<uint32_t>(h.prefix_len, units - p.depth);
-      const uint32_t stored = std::min<uint32_t>(h.stored(), limit);
-      uint32_t m = 0;
-      while (m < stored && h.prefix[m] == k[p.depth + m]) ++m;
-      if (m == stored && m < limit) {
-        const PmLeaf* below = AnyLeaf(w);
-        if (below == nullptr) return Corruption("node without a leaf");
-        m = static_cast<uint32_t>(
-            CommonUnits<8>(k, below->key_ptr(), p.depth + m, p.depth + limit) - p.depth);
-      }
-      if (m < h.prefix_len) {
-        if (mode == PutMode::kUpdate) return Status::NotFound();
-        return SplitPrefix(p, w, h, m, key, value);
-      }
+    // Common case: the node sits at the depth reached and has no prefix: no header to decode.
+    const uint64_t hw = LoadWord(&base(w)->header);
+    PrefixHeader h{p.depth, 0, {}};
+    if (PrefixHeader::DepthAndLenOf(hw) != p.depth) [[unlikely]] {
+      Outcome out;
+      if (LeavesPrefix(p, w, key, value, mode, &h, &out)) return out;
     }
     const uint32_t pos = h.pos();
     p.up = p.at;
@@ -202,6 +184,38 @@ PArt::Outcome PArt::PutOnce(std::string_view key, std::string_view value, PutMod
       p.depth = pos + 1;
     }
   }
+}
+
+// The header of node w as at p.depth into *h; true if the key leaves its prefix there, with
+// the outcome (the split, NotFound for an update, or a damaged node) in *out.
+bool PArt::LeavesPrefix(const Place& p, uint64_t w, std::string_view key, std::string_view value,
+                        PutMode mode, PrefixHeader* h, Outcome* out) {
+  *h = HeaderAt(w, p.depth);
+  if (h->depth != p.depth) {
+    *out = Corruption("node header position out of range");
+    return true;
+  }
+  if (h->prefix_len == 0) return false;
+  // Units of the prefix the key matches (stops where the key ends).
+  const uint8_t* k = Bytes(key);
+  const uint32_t limit =
+      std::min<uint32_t>(h->prefix_len, static_cast<uint32_t>(key.size()) - p.depth);
+  const uint32_t stored = std::min<uint32_t>(h->stored(), limit);
+  uint32_t m = 0;
+  while (m < stored && h->prefix[m] == k[p.depth + m]) ++m;
+  if (m == stored && m < limit) {
+    const PmLeaf* below = AnyLeaf(w);
+    if (below == nullptr) {
+      *out = Corruption("node without a leaf");
+      return true;
+    }
+    m = static_cast<uint32_t>(
+        CommonUnits<8>(k, below->key_ptr(), p.depth + m, p.depth + limit) - p.depth);
+  }
+  if (m == h->prefix_len) return false;
+  *out = mode == PutMode::kUpdate ? Outcome(Status::NotFound())
+                                  : SplitPrefix(p, w, *h, m, key, value);
+  return true;
 }
 
 void PArt::Publish(uint64_t* slot, uint64_t node, const PmLeaf* l) {

@@ -124,6 +124,8 @@ class PArt final : public Index {
 
   Status Put(std::string_view key, std::string_view value, PutMode mode);
   Outcome PutOnce(std::string_view key, std::string_view value, PutMode mode);
+  bool LeavesPrefix(const Place& p, uint64_t w, std::string_view key, std::string_view value,
+                    PutMode mode, PrefixHeader* h, Outcome* out);
   Outcome AddLeaf(const Place& p, std::string_view key, std::string_view value);
   Outcome AddByCopy(const Place& p, uint64_t leaf_word, PmLeaf* l);
   Outcome UpdateLeaf(const Place& p, uint64_t w, std::string_view value);
@@ -140,7 +142,12 @@ class PArt final : public Index {
     return lock.Lock(l.node == 0 ? root_lock_ : &base(l.node)->lock, gen_);
   }
   // The word at l (atomic loads: any thread).
-  uint64_t Read(const Link& l) const;
+  [[gnu::always_inline]] uint64_t Read(const Link& l) const {
+    if (l.node == 0) return LoadWord(root_);
+    if (l.unit < 0) return LoadWord(&base(l.node)->end);
+    return Dispatch(mem(), l.node,
+                    [&](auto* n) { return n->Load(static_cast<uint8_t>(l.unit)); });
+  }
   // The child word at l, for its holder's lock owner; nullptr if the unit has no child.
   uint64_t* SlotOf(const Link& l);
   // A copy of node `old` of type `tag` with header h, without unit `skip` (-1: none) and
