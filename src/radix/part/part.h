@@ -134,8 +134,8 @@ class PArt final : public Index {
                       std::string_view key, std::string_view value);
   Outcome RemoveOnce(std::string_view key);
   Outcome RemoveFromNode(const Place& p, uint64_t leaf_word);
-  void Collapse(uint64_t* gslot, uint64_t n, const PrefixHeader& h, uint64_t leaf_word,
-                RowexNodeLock& nlock);
+  Outcome Collapse(uint64_t* gslot, uint64_t n, const PrefixHeader& h, uint64_t leaf_word,
+                   RowexNodeLock& nlock);
 
   // Locks the node holding link l (the root lock for the root word); false if obsolete.
   bool LockHolder(const Link& l, RowexNodeLock& lock) {

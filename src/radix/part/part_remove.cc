@@ -80,10 +80,7 @@ PArt::Outcome PArt::RemoveFromNode(const Place& p, uint64_t leaf_word) {
   if (slot == nullptr || *slot != leaf_word) return std::nullopt;
   pm::PersistContext& pc = pool_->persist_context();
   const unsigned kids = Live(n);
-  if (kids + (base(n)->end != 0) <= 2) {
-    Collapse(gslot, n, p.holder, leaf_word, nlock);
-    return Status::OK();
-  }
+  if (kids + (base(n)->end != 0) <= 2) return Collapse(gslot, n, p.holder, leaf_word, nlock);
   if (p.at.unit < 0) {
     CommitWord(pc, slot, 0);
   } else {
@@ -108,8 +105,8 @@ PArt::Outcome PArt::RemoveFromNode(const Place& p, uint64_t leaf_word) {
 // word (the commit; a leaf may hang at any depth, lookups compare whole keys). A node entry
 // is locked first and its header rewritten for its new depth after the commit (a crash in
 // between leaves a header HeaderAt reads right). 1 or 2 fences.
-void PArt::Collapse(uint64_t* gslot, uint64_t n, const PrefixHeader& h, uint64_t leaf_word,
-                    RowexNodeLock& nlock) {
+PArt::Outcome PArt::Collapse(uint64_t* gslot, uint64_t n, const PrefixHeader& h,
+                             uint64_t leaf_word, RowexNodeLock& nlock) {
   pm::PersistContext& pc = pool_->persist_context();
   uint64_t other = base(n)->end != leaf_word ? base(n)->end : 0;
   if (other == 0) {
@@ -122,8 +119,8 @@ void PArt::Collapse(uint64_t* gslot, uint64_t n, const PrefixHeader& h, uint64_t
   }
   RowexNodeLock olock;
   const bool node = other != 0 && !IsLeafChild(other);
-  // Cannot fail: `other` is linked from n, whose lock we hold, so nothing replaced it.
-  if (node && !olock.Lock(&base(other)->lock, gen_)) return;
+  // `other` is linked from n, whose lock we hold, so nothing can have replaced it.
+  if (node && !olock.Lock(&base(other)->lock, gen_)) return std::nullopt;
   if (other == 0 && gslot == root_) MarkEmpty(*pool_);  // a damaged node had one entry
   CommitWord(pc, gslot, other);
   nlock.MarkObsolete(gen_);
@@ -136,6 +133,7 @@ void PArt::Collapse(uint64_t* gslot, uint64_t n, const PrefixHeader& h, uint64_t
   }
   pool_->allocator().retire(ChildOffset(n));
   pool_->allocator().retire(ChildOffset(leaf_word));
+  return Status::OK();
 }
 
 }  // namespace pmindex::radix::part
