@@ -130,6 +130,36 @@ bool SplitRuns(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
   return true;
 }
 
+// Nodes emptied down to one entry, which then takes the node's place in its parent: a leaf,
+// or a node whose header is rewritten for its new depth after the swap. Groups of keys under
+// long shared prefixes, each group's node collapsing as all but one key (or one sub-group)
+// is removed, then keys that split the collapsed prefixes again.
+bool Collapse(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t g = 0; g < 4; ++g) {
+    for (uint64_t i = 0; i < 6; ++i) {
+      const uint64_t k = (g << 56) | (uint64_t{0xAB} << 40) | (i << 16) | (i == 5 ? 0x77 : 0);
+      ops->push_back(Make(OpKind::kInsert, IK(k), IV(k + seed)));
+    }
+    ops->push_back(Make(OpKind::kInsert, IK((g << 56) | 0x99), IV(g)));
+  }
+  for (uint64_t g = 0; g < 4; ++g) {
+    ops->push_back(Make(OpKind::kRemove, IK((g << 56) | 0x99)));  // a node moves up
+    ops->push_back(Make(OpKind::kLookup, IK((g << 56) | (uint64_t{0xAB} << 40))));
+    for (uint64_t i = 0; i < 5; ++i)
+      ops->push_back(Make(OpKind::kRemove, IK((g << 56) | (uint64_t{0xAB} << 40) | (i << 16))));
+    ops->push_back(Make(OpKind::kInsert, IK((g << 56) | (uint64_t{0xAC} << 40)), IV(9)));
+  }
+  if (traits.byte_keys) {
+    for (const char* k : {"c/long/prefix/1", "c/long/prefix/2", "c/long/pre", "c/x", "c"})
+      ops->push_back(Make(OpKind::kInsert, std::string(k), IV(3)));
+    for (const char* k : {"c/x", "c", "c/long/pre", "c/long/prefix/1"})
+      ops->push_back(Make(OpKind::kRemove, std::string(k)));
+    ops->push_back(Make(OpKind::kInsert, std::string("c/long/p"), IV(4)));
+  }
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& Scenarios() {
@@ -170,6 +200,10 @@ const std::vector<Scenario>& Scenarios() {
        "beyond the count, then the count raised) and copies only a full one: keys that "
        "diverge one by one inside a long compressed prefix",
        false, &NodeInsertInPlace},
+      {"part-collapse",
+       "ROWEX removes replace a node left with one entry by that entry; a node moved up must "
+       "get a header for its new depth, and the swap and the header are two stores (P-ART)",
+       false, &Collapse},
   };
   return *s;
 }

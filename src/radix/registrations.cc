@@ -2,6 +2,7 @@
 #include "radix/registrations.h"
 
 #include "radix/art/art.h"
+#include "radix/part/part.h"
 #include "radix/pftree/pftree.h"
 #include "radix/woart/woart.h"
 #include "radix/wort/wort.h"
@@ -14,6 +15,7 @@ std::vector<IndexRegistration> Registrations() {
       Woart::Registration(),            // woart/
       Art::Registration(),              // art/ (volatile)
       pftree::PFTree::Registration(),   // pftree/
+      part::PArt::Registration(),       // part/
   };
 }
 

@@ -1,4 +1,4 @@
-// Persistence tests of WORT and WOART: the fence cost of an insert that does not grow or
+// Persistence tests of WORT, WOART and P-ART: the fence cost of an insert that does not grow or
 // split a node, and a crash inside the path-compression split (after the commit store,
 // before the header rewrite) that traversal must repair lazily.
 #include <gtest/gtest.h>
@@ -44,7 +44,7 @@ TEST_P(RadixPersistTest, InsertWithoutGrowOrSplitCostsTwoFences) {
       ASSERT_TRUE(index.insert(IntKey(base + odd), IntValue(odd)).ok());
       const PersistCounters cost = index.pool()->persist_context().thread_counters() - before;
       if (index.pool()->allocator().carved_chunks() != carved) continue;  // carving fences once
-      if (GetParam() == "woart" && n == 2 && odd > 2) continue;  // Node4 full: grows
+      if (GetParam() != "wort" && n == 2 && odd > 2) continue;  // Node4 full: grows
       EXPECT_EQ(cost.fences, 2u) << GetParam() << " node of " << n << " children, key " << odd;
       ++measured;
     }
@@ -89,6 +89,8 @@ std::vector<std::string> SplitFixtureKeys() {
 // Crash at each fence of a path-compression split. Fence 1 persists the new parent and leaf
 // (not yet linked), fence 2 persists the commit store, fence 3 the old node's new header.
 TEST_P(RadixPersistTest, CrashInsidePathCompressionSplitIsRepairedLazily) {
+  if (GetParam() == "part")
+    GTEST_SKIP() << "P-ART reads a stale header right without storing a repair (part_test.cc)";
   for (int target : {1, 2, 3}) {
     SCOPED_TRACE("crash at fence " + std::to_string(target));
     TempDir dir;
@@ -213,7 +215,7 @@ TEST(WoartMutantTest, SlotWordBeforeChildIsDetectable) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixPersistTest, ::testing::Values("wort", "woart"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixPersistTest, ::testing::Values("wort", "woart", "part"));
 
 }  // namespace
 }  // namespace pmindex::testing
