@@ -113,7 +113,9 @@ TEST_F(FastFairConcurrentTest, SplitsMeetDeletesOfTheirFirstKeys) {
 // value (the authors' reader detected the shift's duplicate by equal pointers, which equal
 // values of different keys defeat: here every value is 0 or 1).
 TEST_F(FastFairConcurrentTest, LockFreeReadersAcrossShifts) {
-  for (uint64_t k = 0; k < 26; k += 2) ASSERT_TRUE(index_->insert(IntKey(k), IntValue(k % 4 == 0)).ok());
+  for (uint64_t k = 0; k < 26; k += 2) {
+    ASSERT_TRUE(index_->insert(IntKey(k), IntValue(k % 4 == 0)).ok());
+  }
   std::atomic<bool> done{false};
   std::atomic<int> failures{0};
   StartBarrier start(4);

@@ -205,7 +205,8 @@ void CheckInsert(const std::vector<uint64_t>& keys, uint64_t k) {
   alignas(64) Node n;
   Fill(&n, keys);
   const size_t cnt = keys.size();
-  const size_t pos = static_cast<size_t>(std::lower_bound(keys.begin(), keys.end(), k) - keys.begin());
+  const auto at_k = std::lower_bound(keys.begin(), keys.end(), k);
+  const size_t pos = static_cast<size_t>(at_k - keys.begin());
   std::vector<uint64_t> after = keys;
   after.insert(after.begin() + static_cast<long>(pos), k);
   std::vector<std::pair<uint64_t*, uint64_t>> stores;

@@ -161,7 +161,8 @@ size_t FastFairTree::scan(std::string_view start, size_t max_count, ScanCallback
       if (v.key[i] < cursor) continue;
       if (v.sibling != 0 && v.key[i] >= hi) break;  // moved to the sibling by a split
       const IntKey key(v.key[i]);
-      const bool more = fn(key.view(), std::string_view(reinterpret_cast<const char*>(&v.value[i]), 8));
+      const std::string_view value(reinterpret_cast<const char*>(&v.value[i]), 8);
+      const bool more = fn(key.view(), value);
       if (++emitted == max_count || !more) return emitted;
     }
     if (v.sibling == 0) break;
@@ -391,8 +392,8 @@ Status FastFairTree::split_insert(Node* n, const View& v, uint64_t k, uint64_t v
   if (k < split_key) {  // step 4: the pending entry goes to the left half
     View left;
     ReadNode(n, &left);
-    const size_t pos = static_cast<size_t>(std::lower_bound(left.key, left.key + left.n, k) - left.key);
-    fast_insert(n, left, pos, k, value);
+    const uint64_t* at_k = std::lower_bound(left.key, left.key + left.n, k);
+    fast_insert(n, left, static_cast<size_t>(at_k - left.key), k, value);
   }
   const uint32_t level = n->level;
   unlock(s);

@@ -31,7 +31,9 @@ Status FastFairTree::check_node(uint64_t o, uint32_t level) const {
 Status FastFairTree::walk(FunctionRef<Status(Node*, uint64_t)> fn) const {
   uint64_t first = root_->root;
   if (first == 0) return Status::OK();
-  if (Status s = check_node(first, at(first)->level); !s.ok()) return s;  // bounds first
+  if (first % 64 != 0 || first < 4096 || first + sizeof(Node) > pool_->size()) {
+    return Status::Corruption("root offset " + std::to_string(first) + " outside the pool");
+  }
   uint32_t level = at(first)->level;
   const uint64_t max_nodes = pool_->size() / sizeof(Node) + 1;
   uint64_t visited = 0;
@@ -103,7 +105,7 @@ Status FastFairTree::recover() {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
   gen_ = static_cast<uint32_t>(pool_->generation());
   return walk([this](Node* n, uint64_t o) {
-    n->seq = 0;  // a delete or truncation in flight when the process died
+    if (n->seq != 0) n->seq = 0;  // a delete or truncation in flight when the process died
     Status s = canonicalize(n);
     return s.ok() ? s : s.WithContext("node at offset " + std::to_string(o));
   });

@@ -110,7 +110,8 @@ struct View {
 // The slots a reader reads: [0, count) plus the overflow slot where there is one.
 inline size_t ScannedSlots(uint64_t count_word) {
   const size_t c = count_word & kCountMask;
-  if (c == 0 || c >= Node::kSlots || (count_word & kNoOverflow)) return c < Node::kSlots ? c : Node::kSlots;
+  if (c >= Node::kSlots) return Node::kSlots;
+  if (c == 0 || (count_word & kNoOverflow)) return c;
   return c + 1;
 }
 
