@@ -86,6 +86,10 @@ void FastFairTree::read(const Node* node, View* v) const {
       continue;
     }
     ReadNode(node, v);
+    // The rule reads the slots in the frame of the count read first: if an insert finished
+    // meanwhile (the count rose) a second one may have shifted the slots in the next frame,
+    // where the old overflow slot is an in-range slot whose stale copy lies beyond the range.
+    if (LoadAcquire(node->count) != v->count_word) continue;
     if (pm::ReadAgain(&node->seq) == s) return;
   }
 }

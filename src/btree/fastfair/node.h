@@ -118,7 +118,9 @@ inline size_t ScannedSlots(uint64_t count_word) {
 // Reads a node's count and slots with acquire loads in increasing address order (a reader
 // that meets a concurrent shift then sees one of the writer's intermediate states: see the
 // header) and applies the rule. Under the writer's lock it is the writer's exact view.
-// The count is read first: a count raised later still finds the entries it covers.
+// The count is read first and the slots in its frame: a lock-free caller checks afterwards
+// that the count did not change (an insert that finished during the read may have been
+// followed by one shifting in the next frame) and reads again if it did.
 inline void ReadNode(const Node* node, View* v) {
   const uint64_t cw = LoadAcquire(node->count);
   v->count_word = cw;
