@@ -192,6 +192,17 @@ void CheckSequence(Node* n, const std::vector<std::pair<uint64_t*, uint64_t>>& s
     const std::vector<uint64_t> seen = Entries(n);
     if (seen == after) switched = true;
     ASSERT_TRUE(seen == (switched ? after : before)) << what << ", after store " << i;
+    // The point probe (lookups, the descent) agrees: the largest entry <= q, with its value.
+    for (uint64_t q = 0; q <= 3 * Node::kSlots + 2; ++q) {
+      btree::fastfair::Probe p;
+      btree::fastfair::ProbeNode(n, q, &p);
+      const auto le = std::upper_bound(seen.begin(), seen.end(), q);
+      ASSERT_EQ(p.found, le != seen.begin()) << what << ", store " << i << ", probe " << q;
+      if (p.found) {
+        ASSERT_EQ(p.key, *(le - 1)) << what << ", store " << i << ", probe " << q;
+        ASSERT_EQ(p.value, p.key * 10) << what << ", store " << i << ", probe " << q;
+      }
+    }
     ++i;
   }
   View v;

@@ -94,19 +94,32 @@ void FastFairTree::read(const Node* node, View* v) const {
   }
 }
 
+// read() for one key: the same protocol around ProbeNode.
+void FastFairTree::probe(const Node* node, uint64_t k, Probe* p) const {
+  for (int spins = 0;; ++spins) {
+    const uint64_t s = LoadAcquire(node->seq);
+    if (s & 1) {
+      VersionLock::Backoff(spins);
+      continue;
+    }
+    ProbeNode(node, k, p);
+    if (LoadAcquire(node->count) != p->count_word) continue;  // as in read()
+    if (pm::ReadAgain(&node->seq) == s) return;
+  }
+}
+
 Node* FastFairTree::descend(uint64_t k, uint32_t level) const {
   const uint64_t r = LoadAcquire(root_->root);
   if (r == 0) return nullptr;
   Node* n = at(r);
-  View v;
+  Probe p;
   while (n->level > level) {
-    read(n, &v);
-    if (v.sibling != 0 && k >= at(v.sibling)->low_key) {  // split in flight: move right
-      n = at(v.sibling);
+    probe(n, k, &p);
+    if (p.sibling != 0 && k >= at(p.sibling)->low_key) {  // split in flight: move right
+      n = at(p.sibling);
       continue;
     }
-    const size_t i = static_cast<size_t>(std::upper_bound(v.key, v.key + v.n, k) - v.key);
-    n = at(i == 0 ? n->leftmost : v.value[i - 1]);
+    n = at(p.found ? p.value : n->leftmost);
   }
   return n;
 }
@@ -114,16 +127,15 @@ Node* FastFairTree::descend(uint64_t k, uint32_t level) const {
 bool FastFairTree::find(uint64_t k, uint64_t* value) const {
   Node* n = descend(k, 0);
   if (n == nullptr) return false;
-  View v;
+  Probe p;
   for (;;) {
-    read(n, &v);
-    if (v.sibling != 0 && k >= at(v.sibling)->low_key) {
-      n = at(v.sibling);
+    probe(n, k, &p);
+    if (p.sibling != 0 && k >= at(p.sibling)->low_key) {
+      n = at(p.sibling);
       continue;
     }
-    const uint64_t* p = std::lower_bound(v.key, v.key + v.n, k);
-    if (p == v.key + v.n || *p != k) return false;
-    *value = v.value[p - v.key];
+    if (!p.found || p.key != k) return false;
+    *value = p.value;
     return true;
   }
 }

@@ -100,6 +100,7 @@ class FastFairTree final : public Index {
 
   // Reads: a node's entries under the lock-free protocol (retries across `seq`).
   void read(const Node* node, View* v) const;
+  void probe(const Node* node, uint64_t k, Probe* p) const;
   // The node at `level` whose range may hold k (move-right done for the inner levels only).
   Node* descend(uint64_t k, uint32_t level) const;
   bool find(uint64_t k, uint64_t* value) const;

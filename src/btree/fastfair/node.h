@@ -151,6 +151,49 @@ inline void ReadNode(const Node* node, View* v) {
   v->sibling = LoadAcquire(node->sibling);
 }
 
+// What a point probe of one node found: the last entry with a key <= the probed key.
+struct Probe {
+  uint64_t count_word = 0;
+  uint64_t sibling = 0;
+  bool found = false;  // an entry with key <= the probed key exists
+  uint64_t key = 0;    // its key
+  uint64_t value = 0;  // its value (leaf) or child (inner)
+};
+
+// The rule of ReadNode for one key, without copying the node: the slots are sorted up to
+// stale copies (equal to their right neighbour, which wins) and the overflow slot (an entry
+// only if its key is >= slot c-1's), so the last slot in [0, c) with a key <= k, or the
+// overflow slot if it is an entry with such a key, is the entry. Key and value of each slot
+// are loaded in increasing address order like ReadNode (a pair read in order is one the
+// writer's state held), stopping at the first larger key.
+inline void ProbeNode(const Node* node, uint64_t k, Probe* p) {
+  const uint64_t cw = LoadAcquire(node->count);
+  p->count_word = cw;
+  p->found = false;
+  const size_t c = cw & kCountMask;
+  const size_t m = ScannedSlots(cw);
+  const size_t in_range = c < m ? c : m;
+  uint64_t prev = 0;
+  size_t j = 0;
+  for (; j < in_range; ++j) {
+    const uint64_t key = LoadAcquire(node->slot[j].key);
+    if (key > k) break;
+    p->value = LoadAcquire(node->slot[j].value);
+    p->key = key;
+    p->found = true;
+    prev = key;
+  }
+  if (j == in_range && m > c) {  // every in-range key <= k: the overflow slot may be one
+    const uint64_t key = LoadAcquire(node->slot[c].key);
+    if (key >= prev && key <= k) {
+      p->value = LoadAcquire(node->slot[c].value);
+      p->key = key;
+      p->found = true;
+    }
+  }
+  p->sibling = LoadAcquire(node->sibling);
+}
+
 // True if the node is canonical (idle): what every writer expects under its lock.
 inline bool Canonical(const Node* node, const View& v) {
   const uint64_t cw = Load(node->count);
