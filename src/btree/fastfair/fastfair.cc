@@ -115,7 +115,9 @@ Node* FastFairTree::descend(uint64_t k, uint32_t level) const {
   Probe p;
   while (n->level > level) {
     probe(n, k, &p);
-    if (p.sibling != 0 && k >= at(p.sibling)->low_key) {  // split in flight: move right
+    // A larger key here means k is below the sibling's range (entries a split moved stay in
+    // N only while the sibling is locked and unchanged): the sibling's line is not read.
+    if (!p.stopped && p.sibling != 0 && k >= at(p.sibling)->low_key) {  // move right
       n = at(p.sibling);
       continue;
     }
@@ -130,7 +132,7 @@ bool FastFairTree::find(uint64_t k, uint64_t* value) const {
   Probe p;
   for (;;) {
     probe(n, k, &p);
-    if (p.sibling != 0 && k >= at(p.sibling)->low_key) {
+    if (!p.stopped && p.sibling != 0 && k >= at(p.sibling)->low_key) {
       n = at(p.sibling);
       continue;
     }

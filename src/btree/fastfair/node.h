@@ -156,6 +156,7 @@ struct Probe {
   uint64_t count_word = 0;
   uint64_t sibling = 0;
   bool found = false;  // an entry with key <= the probed key exists
+  bool stopped = false;  // a key > the probed key followed it: no need to look right
   uint64_t key = 0;    // its key
   uint64_t value = 0;  // its value (leaf) or child (inner)
 };
@@ -170,6 +171,7 @@ inline void ProbeNode(const Node* node, uint64_t k, Probe* p) {
   const uint64_t cw = LoadAcquire(node->count);
   p->count_word = cw;
   p->found = false;
+  p->stopped = false;
   const size_t c = cw & kCountMask;
   const size_t m = ScannedSlots(cw);
   const size_t in_range = c < m ? c : m;
@@ -177,7 +179,10 @@ inline void ProbeNode(const Node* node, uint64_t k, Probe* p) {
   size_t j = 0;
   for (; j < in_range; ++j) {
     const uint64_t key = LoadAcquire(node->slot[j].key);
-    if (key > k) break;
+    if (key > k) {
+      p->stopped = true;
+      break;
+    }
     p->value = LoadAcquire(node->slot[j].value);
     p->key = key;
     p->found = true;
