@@ -217,6 +217,9 @@ Node* FastFairTree::lock_for(uint64_t k, uint32_t level) {
   if (n == nullptr) return nullptr;
   VersionLock::Lock(&n->version, gen_);  // never obsolete: nodes are never retired
   for (;;) {
+    // Locked, the node is truncated: a last key above k keeps k here (no sibling read).
+    const size_t c = Load(n->count) & kCountMask;
+    if (c > 0 && c <= Node::kSlots && Load(n->slot[c - 1].key) > k) return n;
     const uint64_t sib = LoadAcquire(n->sibling);
     if (sib == 0 || k < at(sib)->low_key) return n;
     Node* next = at(sib);  // k moved right with a split: follow it
@@ -235,7 +238,7 @@ Status FastFairTree::put(Op op, uint64_t k, uint64_t value) {
       continue;
     }
     View v;
-    ReadNode(leaf, &v);
+    ReadLocked(leaf, &v);
     assert(Canonical(leaf, v));
     const size_t pos = static_cast<size_t>(std::lower_bound(v.key, v.key + v.n, k) - v.key);
     if (pos < v.n && v.key[pos] == k) {
@@ -285,7 +288,7 @@ Status FastFairTree::erase(uint64_t k) {
   Node* leaf = lock_for(k, 0);
   if (leaf == nullptr) return Status::NotFound();
   View v;
-  ReadNode(leaf, &v);
+  ReadLocked(leaf, &v);
   assert(Canonical(leaf, v));
   const size_t pos = static_cast<size_t>(std::lower_bound(v.key, v.key + v.n, k) - v.key);
   if (pos == v.n || v.key[pos] != k) {
@@ -409,7 +412,7 @@ Status FastFairTree::split_insert(Node* n, const View& v, uint64_t k, uint64_t v
   if (!truncate_first) truncate(n, v, keep);
   if (k < split_key) {  // step 4: the pending entry goes to the left half
     View left;
-    ReadNode(n, &left);
+    ReadLocked(n, &left);
     const uint64_t* at_k = std::lower_bound(left.key, left.key + left.n, k);
     fast_insert(n, left, static_cast<size_t>(at_k - left.key), k, value);
   }
@@ -429,7 +432,7 @@ Status FastFairTree::parent_insert(uint32_t level, uint64_t k, uint64_t child) {
     }
     Node* p = lock_for(k, level);
     View v;
-    ReadNode(p, &v);
+    ReadLocked(p, &v);
     assert(Canonical(p, v));
     const size_t pos = static_cast<size_t>(std::lower_bound(v.key, v.key + v.n, k) - v.key);
     if (pos < v.n && v.key[pos] == k) {  // a new root took it in already

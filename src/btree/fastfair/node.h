@@ -199,6 +199,21 @@ inline void ProbeNode(const Node* node, uint64_t k, Probe* p) {
   p->sibling = LoadAcquire(node->sibling);
 }
 
+// The entries of a canonical node (the writer's own, under its lock): slots [0, count) as
+// they are, no rule to apply.
+inline void ReadLocked(const Node* node, View* v) {
+  const uint64_t cw = Load(node->count);
+  v->count_word = cw;
+  const size_t c = cw & kCountMask;
+  v->n = c < Node::kSlots ? c : Node::kSlots;
+  for (size_t j = 0; j < v->n; ++j) {
+    v->key[j] = Load(node->slot[j].key);
+    v->value[j] = Load(node->slot[j].value);
+    v->from[j] = static_cast<uint8_t>(j);
+  }
+  v->sibling = Load(node->sibling);
+}
+
 // True if the node is canonical (idle): what every writer expects under its lock.
 inline bool Canonical(const Node* node, const View& v) {
   const uint64_t cw = Load(node->count);
