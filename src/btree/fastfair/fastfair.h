@@ -35,9 +35,10 @@
 // lock. Readers take no lock: across one insert's shift they read one of its intermediate
 // states (node.h) and need no retry; a reader that saw the count rise meanwhile (an insert
 // finished, and another may have begun in the next frame) reads the node again, and so does
-// one that overlapped a delete or a truncation, which make `seq` odd while they run. Nodes are never freed while the tree
-// is open, so a reader never meets a reused block. A reader may see an insert whose persist
-// is still under way (as in FAST&FAIR); the writer returns only once it is durable.
+// one that overlapped a delete or a truncation, which make `seq` odd while they run. Nodes
+// are never freed while the tree is open, so a reader never meets a reused block. A reader
+// may see an insert whose persist is still under way (as in FAST&FAIR); the writer returns
+// only once it is durable.
 #ifndef PMINDEX_BTREE_FASTFAIR_FASTFAIR_H_
 #define PMINDEX_BTREE_FASTFAIR_FASTFAIR_H_
 
