@@ -77,13 +77,13 @@ build_pmindex() {
 
 # The objects every driver links: the workbench's generator.
 build_common() {
-  $CXX -std=c++20 $OPT -I"$REPO" -c "$REPO/bench/generators.cc" -o "$OUT/obj/generators.o"
+  $CXX -std=c++20 $OPT -I"$REPO" -I"$REPO/src" -c "$REPO/bench/generators.cc" -o "$OUT/obj/generators.o"
 }
 
 build_pmindex_driver() {
   local libdir=$OUT/prefix/lib
   [[ -d $libdir ]] || libdir=$OUT/prefix/lib64
-  $CXX -std=c++20 $OPT -I"$REPO" -I"$OUT/prefix/include" "$TOOLS/pmindex_drv.cc" \
+  $CXX -std=c++20 $OPT -I"$REPO" -I"$REPO/src" -I"$OUT/prefix/include" "$TOOLS/pmindex_drv.cc" \
     "$OUT/obj/generators.o" -o "$OUT/bin/pmindex_drv" -L"$libdir" -lpmindex -lpmem2 -pthread
 }
 
@@ -99,7 +99,7 @@ build_icpp() {
     [[ $mode == eadr ]] && flags="-DPEERS_EADR"
     # The stubs directory comes first: its tbb/spin_rw_mutex.h replaces TBB's.
     $CXX -std=c++20 $OPT $flags -DUSE_NVM_MALLOC -DCLEAR_NVM_POOL -DNO_CONCURRENT -w \
-      -include "$TOOLS/peer_persist.h" -I"$TOOLS/stubs" -I"$src/include" -I"$REPO" \
+      -include "$TOOLS/peer_persist.h" -I"$TOOLS/stubs" -I"$src/include" -I"$REPO" -I"$REPO/src" \
       "$TOOLS/icpp_drv.cc" "$src/src/util.cpp" "$src/src/threadinfo.cpp" \
       "$src/src/nvm_mgr.cpp" "$OUT/obj/generators.o" -o "$OUT/bin/icpp_$mode" -pthread
   done
@@ -119,7 +119,7 @@ build_wort() {
       [[ $mode == eadr ]] && flags="-DPEERS_EADR"
       $CC -std=gnu99 $OPT $flags -w -include "$TOOLS/peer_persist.h" -c "$src/$tree/$tree.c" \
         -o "$OUT/obj/${tree}_$mode.o"
-      $CXX -std=c++20 $OPT $flags $def -I"$src/$tree" -I"$REPO" "$TOOLS/wort_drv.cc" \
+      $CXX -std=c++20 $OPT $flags $def -I"$src/$tree" -I"$REPO" -I"$REPO/src" "$TOOLS/wort_drv.cc" \
         "$OUT/obj/${tree}_$mode.o" "$OUT/obj/generators.o" -o "$OUT/bin/${tree}_$mode"
     done
   done
@@ -133,7 +133,7 @@ build_fastfair() {
   for mode in adr eadr; do
     flags=""
     [[ $mode == eadr ]] && flags="-DPEERS_EADR"
-    $CXX -std=c++20 $OPT $flags -w -include "$TOOLS/peer_persist.h" -I"$src" -I"$REPO" \
+    $CXX -std=c++20 $OPT $flags -w -include "$TOOLS/peer_persist.h" -I"$src" -I"$REPO" -I"$REPO/src" \
       "$TOOLS/fastfair_drv.cc" "$OUT/obj/generators.o" -o "$OUT/bin/fastfair_$mode" -pthread
   done
 }
@@ -149,7 +149,7 @@ build_part() {
     # -DCLWB selects the clwb branch of N::clflush, which the sed script routes to
     # PEERS_FLUSH_LINE; glibc malloc, not jemalloc.
     $CXX -std=c++20 $OPT $flags -DCLWB -mcx16 -faligned-new=64 -w \
-      -include "$TOOLS/peer_persist.h" -I"$src" -I"$REPO" "$TOOLS/part_drv.cc" \
+      -include "$TOOLS/peer_persist.h" -I"$src" -I"$REPO" -I"$REPO/src" "$TOOLS/part_drv.cc" \
       "$src/Tree.cpp" "$OUT/obj/generators.o" -o "$OUT/bin/part_$mode" -ltbb -latomic -pthread
   done
 }
@@ -158,7 +158,7 @@ build_libart() {
   fresh_copy libart
   local src=$OUT/src/libart/src
   $CC -std=c99 -D_GNU_SOURCE $OPT -w -c "$src/art.c" -o "$OUT/obj/libart.o"
-  $CXX -std=c++20 $OPT -I"$src" -I"$REPO" "$TOOLS/libart_drv.cc" "$OUT/obj/libart.o" \
+  $CXX -std=c++20 $OPT -I"$src" -I"$REPO" -I"$REPO/src" "$TOOLS/libart_drv.cc" "$OUT/obj/libart.o" \
     "$OUT/obj/generators.o" -o "$OUT/bin/libart"
 }
 
