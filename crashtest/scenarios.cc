@@ -160,6 +160,38 @@ bool Collapse(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
   return true;
 }
 
+// Sequential inserts that split the root twice (one leaf, then two levels, then three), with
+// lookups of the keys on either side of each split and a few removes.
+bool RootSplit(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  const uint64_t n = 420;
+  for (uint64_t k = 1; k <= n; ++k) {
+    ops->push_back(Make(OpKind::kInsert, IK(k * 2), IV(k + seed)));
+    if (k % 29 == 0) {
+      ops->push_back(Make(OpKind::kLookup, IK(k)));
+      ops->push_back(Make(OpKind::kRemove, IK(k * 2 - 20)));
+    }
+  }
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
+// One node filled to 26 entries, then an insert at every position and its removal: every
+// shift right and left starts at every slot and crosses every cache-line boundary of the node;
+// then two more inserts split it at a line boundary.
+bool LineBoundary(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t k = 1; k <= 26; ++k) ops->push_back(Make(OpKind::kInsert, IK(k * 100), IV(k)));
+  for (uint64_t pos = 0; pos <= 26; ++pos) {
+    const uint64_t k = pos * 100 + 50;
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(1000 + pos + seed)));
+    ops->push_back(Make(OpKind::kRemove, IK(k)));
+    ops->push_back(Make(OpKind::kLookup, IK(k + 50)));
+  }
+  ops->push_back(Make(OpKind::kInsert, IK(1250), IV(7)));
+  ops->push_back(Make(OpKind::kInsert, IK(1350), IV(8)));
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& Scenarios() {
@@ -204,6 +236,15 @@ const std::vector<Scenario>& Scenarios() {
        "ROWEX removes replace a node left with one entry by that entry; a node moved up must "
        "get a header for its new depth, and the swap and the header are two stores (P-ART)",
        false, &Collapse},
+      {"fastfair-root-split",
+       "FAST&FAIR's root split stored the new root pointer before the new root was durable "
+       "(not failure-atomic; found by Witcher): sequential inserts that split the root twice",
+       false, &RootSplit},
+      {"fastfair-line-boundary",
+       "FAST&FAIR's shifts flush a line as they cross its boundary; its delete tested the wrong "
+       "boundary (found by Witcher): an insert and a removal at every slot of a 26-entry node, "
+       "then a split",
+       false, &LineBoundary},
   };
   return *s;
 }

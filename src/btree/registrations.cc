@@ -1,6 +1,7 @@
 // Every B+tree of the library, for the registry: one line per index.
 #include "btree/registrations.h"
 
+#include "btree/fastfair/fastfair.h"
 #include "btree/hybrid/fptree_leaf.h"
 #include "btree/hybrid/hybrid_tree.h"
 #include "btree/hybrid/nvtree_leaf.h"
@@ -18,6 +19,7 @@ std::vector<IndexRegistration> Registrations() {
       MakeRegistration<FPTreeLayout>(),         // hybrid/fptree_leaf.h
       MakeRegistration<RNTreeLayout<false>>(),  // hybrid/rntree_leaf.h
       MakeRegistration<RNTreeLayout<true>>(),   // hybrid/rntree_leaf.h, dual slot array
+      fastfair::Registration(),                 // fastfair/fastfair.h
   };
 }
 

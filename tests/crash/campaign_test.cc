@@ -106,19 +106,23 @@ TEST(ScenarioTable, RegistrationsNameKnownScenarios) {
   }
 }
 
-// Mutants named in the index docs as `<index>.<what>` (doc/*.md tables).
+// Mutants named in the docs as `<index>.<what>` (every doc/*.md; file names such as
+// `part.md` are not mutants).
 std::set<std::string> DocumentedMutants() {
   std::set<std::string> names;
   const std::regex pattern("`([a-z][a-z0-9-]*)\\.([a-z_0-9]+)`");
-  for (const char* doc : {"doc/btree.md", "doc/radix.md", "doc/pftree.md", "doc/part.md",
-                          "doc/crashtest.md"}) {
-    std::ifstream in(std::string(PMINDEX_SOURCE_DIR) + "/" + doc);
+  const std::set<std::string> file_suffixes = {"md", "h", "cc", "json", "csv", "sh", "py"};
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(PMINDEX_SOURCE_DIR) + "/doc")) {
+    if (entry.path().extension() != ".md") continue;
+    std::ifstream in(entry.path());
     std::string line;
     while (std::getline(in, line)) {
       for (std::sregex_iterator it(line.begin(), line.end(), pattern), end; it != end; ++it) {
-        const std::string index = (*it)[1];
-        const IndexRegistration* reg = FindIndex(index);
-        if (reg != nullptr && reg->attach != nullptr) names.insert((*it)[0].str().substr(1, (*it)[0].length() - 2));
+        const IndexRegistration* reg = FindIndex((*it)[1].str());
+        if (reg == nullptr || reg->attach == nullptr || file_suffixes.count((*it)[2].str()) != 0)
+          continue;
+        names.insert((*it)[1].str() + "." + (*it)[2].str());
       }
     }
   }
