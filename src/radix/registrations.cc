@@ -3,6 +3,7 @@
 
 #include "radix/art/art.h"
 #include "radix/pftree/pftree.h"
+#include "radix/roart/roart.h"
 #include "radix/woart/woart.h"
 #include "radix/wort/wort.h"
 
@@ -14,6 +15,7 @@ std::vector<IndexRegistration> Registrations() {
       Woart::Registration(),            // woart/
       Art::Registration(),              // art/ (volatile)
       pftree::PFTree::Registration(),   // pftree/
+      roart::Roart::Registration(),     // roart/
   };
 }
 
