@@ -63,7 +63,7 @@ TEST_P(RadixCrashTest, FullCampaign) {
   EXPECT_TRUE(k.passed()) << crashtest::FormatResult(k);
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixCrashTest, ::testing::Values("wort", "woart"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixCrashTest, ::testing::Values("wort", "woart", "roart"));
 
 class RadixMutantTest : public ::testing::TestWithParam<std::string> {};
 
@@ -83,7 +83,9 @@ INSTANTIATE_TEST_SUITE_P(Radix, RadixMutantTest,
                          ::testing::Values("wort.skip_leaf_persist",
                                            "wort.split_skip_parent_persist",
                                            "woart.skip_leaf_persist",
-                                           "woart.header_and_child_two_stores"),
+                                           "woart.header_and_child_two_stores",
+                                           "roart.skip_leaf_persist",
+                                           "roart.skip_entry_persist"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

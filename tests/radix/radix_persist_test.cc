@@ -1,4 +1,4 @@
-// Persistence tests of WORT and WOART: the fence cost of an insert that does not grow or
+// Persistence tests of WORT, WOART (and ROART where the same holds): the fence cost of an insert that does not grow or
 // split a node, and a crash inside the path-compression split (after the commit store,
 // before the header rewrite) that traversal must repair lazily.
 #include <gtest/gtest.h>
@@ -89,6 +89,9 @@ std::vector<std::string> SplitFixtureKeys() {
 // Crash at each fence of a path-compression split. Fence 1 persists the new parent and leaf
 // (not yet linked), fence 2 persists the commit store, fence 3 the old node's new header.
 TEST_P(RadixPersistTest, CrashInsidePathCompressionSplitIsRepairedLazily) {
+  // ROART keeps these keys in one leaf array (no compressed path to split) and repairs a
+  // stale prefix word in recover(): tests/radix/roart_test.cc crashes its prefix split.
+  if (GetParam() == "roart") GTEST_SKIP() << "roart: RoartPersistTest.CrashInsidePrefixSplit";
   for (int target : {1, 2, 3}) {
     SCOPED_TRACE("crash at fence " + std::to_string(target));
     TempDir dir;
@@ -213,7 +216,7 @@ TEST(WoartMutantTest, SlotWordBeforeChildIsDetectable) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixPersistTest, ::testing::Values("wort", "woart"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixPersistTest, ::testing::Values("wort", "woart", "roart"));
 
 }  // namespace
 }  // namespace pmindex::testing
