@@ -179,6 +179,7 @@ Status Roart::CheckNodeShape(NodeHeader* n, uint64_t child, uint32_t depth, bool
   if (n->prefix_base > depth || pos < depth || pos - n->prefix_base > n->prefix_cap ||
       pos > radix::kMaxKeySize || !pool_->contains(n, FixedSize(n->type) + n->prefix_cap))
     return Status::Corruption(At(off) + "prefix outside the node");
+  if (n == root() && pos != 0) return Status::Corruption(At(off) + "root with a prefix");
   const uint64_t word = PrefixWord(depth, PrefixAt(n, depth));
   if (Load(&n->prefix) != word) {
     if (!repair) return Status::Corruption(At(off) + "stale prefix word");
@@ -289,8 +290,8 @@ void Roart::Walk(uint64_t child, Fn&& fn) const {
   const uint64_t tag = TagOf(child);
   if (tag == kTagLeaf) return;
   if (tag == kTagLeafArray) {
-    for (uint64_t e : at<LeafArray>(child)->e)
-      if (e != 0) fn(radix::MakeChild(LeafEntryOffset(e), kTagLeaf));
+    for (const uint64_t& slot : at<LeafArray>(child)->e)
+      if (const uint64_t e = Load(&slot); e != 0) fn(radix::MakeChild(LeafEntryOffset(e), kTagLeaf));
     return;
   }
   const auto* n = at<NodeHeader>(child);
