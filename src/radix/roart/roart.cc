@@ -367,9 +367,9 @@ Roart::Attempt Roart::WriteToArray(const Path& p, uint8_t b, uint64_t array_chil
     if (op == Op::kInsert) {
       s = Status::AlreadyExists();
     } else if (op == Op::kRemove) {
-      if (la->count == 1) {  // the last key: the array is unlinked instead
-        Unlock(&la->lock);
-        return RemoveUnlinking(key);
+      if (const unsigned count = la->count; count <= 2) {
+        Unlock(&la->lock);  // the array goes: its last leaf replaces it, or it is unlinked
+        return count == 2 ? Demote(p, b, array_child, key) : RemoveUnlinking(key);
       }
       Store(&la->e[i], 0);
       pc().persist(&la->e[i], 8);  // commit
@@ -397,6 +397,36 @@ Roart::Attempt Roart::WriteToArray(const Path& p, uint8_t b, uint64_t array_chil
   }
   Unlock(&la->lock);
   return Done(std::move(s));
+}
+
+// The inverse of compaction: a leaf array of two keys loses one, and the other leaf takes its
+// place in the parent with one store (the commit: the key is gone and the array unlinked).
+// So no leaf array holds fewer than two keys, and a remove gives back the array's block.
+Roart::Attempt Roart::Demote(const Path& p, uint8_t b, uint64_t array_child, std::string_view key) {
+  NodeHeader* n = p.node;
+  if (!Lock(&n->lock)) return Restart();
+  uint64_t* slot = SlotOf(n, b);
+  auto* la = at<LeafArray>(array_child);
+  if (slot == nullptr || EntryChild(Load(slot)) != array_child || !Lock(&la->lock)) {
+    Unlock(&n->lock);
+    return Restart();
+  }
+  const int i = FindInArray(la, key, radix::Fingerprint16(key));
+  if (i < 0 || la->count != 2) {  // changed meanwhile
+    Unlock(&la->lock);
+    Unlock(&n->lock);
+    return Restart();
+  }
+  uint64_t other = 0;
+  for (unsigned j = 0; j < kLeafArraySize; ++j)
+    if (j != static_cast<unsigned>(i) && Load(&la->e[j]) != 0) other = Load(&la->e[j]);
+  const uint64_t removed = Load(&la->e[i]);
+  ReplaceEntry(pc(), slot, b, radix::MakeChild(LeafEntryOffset(other), kTagLeaf));  // commit
+  Obsolete(&la->lock);
+  Unlock(&n->lock);
+  Retire(array_child);
+  alloc_->retire(LeafEntryOffset(removed));
+  return Done(Status::OK());
 }
 
 // A full leaf array (and the new key) becomes a node at the array's depth over leaves and

@@ -7,7 +7,8 @@
 // node holds a leaf, a leaf array or a node. A second key under a slot that holds a leaf
 // makes a leaf array of the two (compaction); a full leaf array splits into a node at its
 // depth whose children are leaves (one key) or leaf arrays (more) by the next key byte that
-// tells its keys apart. The root is a Node256 at depth 0 that never changes identity (its
+// tells its keys apart; a remove that leaves one key in a leaf array puts that leaf back in
+// its place (the inverse of compaction). The root is a Node256 at depth 0 that never changes identity (its
 // offset is the pool root). Nodes grow (4 -> 16 -> 48 -> 256) by copy; they never shrink. A
 // remove that would leave a leaf array or a node (not the root) empty unlinks it instead, so
 // every reachable leaf array and node below the root holds a key (what the one ordered scan,
@@ -123,6 +124,8 @@ class Roart final : public Index {
                       std::string_view value, Op op);
   Attempt WriteToArray(const Path& p, uint8_t b, uint64_t array_child, std::string_view key,
                        std::string_view value, Op op);
+  // Removes `key` from a leaf array of two under byte b of p.node: the other leaf replaces it.
+  Attempt Demote(const Path& p, uint8_t b, uint64_t array_child, std::string_view key);
   Attempt SplitArray(const Path& p, uint8_t b, uint64_t array_child, std::string_view key,
                      std::string_view value);
   // Builds the subtree that replaces a full leaf array at `depth`: a node over leaves and leaf
