@@ -450,7 +450,7 @@ Roart::Attempt Roart::SplitArray(const Path& p, uint8_t b, uint64_t array_child,
   }
   std::vector<uint64_t> made;
   Result<uint64_t> off = NewLeaf(key, value);
-  Result<uint64_t> node = off.status();
+  Result<uint64_t> node = off;  // its error, or replaced below
   if (off.ok()) {
     made.push_back(*off);
     std::vector<uint64_t> entries(la->e, la->e + kLeafArraySize);
@@ -524,7 +524,7 @@ Roart::Attempt Roart::SplitPrefix(const Path& p, size_t match, std::string_view 
   const std::string_view prefix = PrefixAt(n, p.depth);
   const uint32_t split = p.depth + static_cast<uint32_t>(match);
   Result<uint64_t> off = NewLeaf(key, value);
-  Result<uint64_t> node = off.status();
+  Result<uint64_t> node = off;  // its error, or replaced below
   if (off.ok()) {
     const uint64_t leaf = radix::MakeChild(*off, kTagLeaf);
     std::vector<std::pair<uint8_t, uint64_t>> children{{static_cast<uint8_t>(prefix[match]), p.node_child}};

@@ -8,9 +8,9 @@
 // makes a leaf array of the two (compaction); a full leaf array splits into a node at its
 // depth whose children are leaves (one key) or leaf arrays (more) by the next key byte that
 // tells its keys apart; a remove that leaves one key in a leaf array puts that leaf back in
-// its place (the inverse of compaction). The root is a Node256 at depth 0 that never changes identity (its
-// offset is the pool root). Nodes grow (4 -> 16 -> 48 -> 256) by copy; they never shrink. A
-// remove that would leave a leaf array or a node (not the root) empty unlinks it instead, so
+// its place (the inverse of compaction). The root is a Node256 at depth 0 that never changes
+// identity (its offset is the pool root). Nodes grow (4 -> 16 -> 48 -> 256) by copy; they
+// never shrink. A remove that would leave a node (not the root) empty unlinks it instead, so
 // every reachable leaf array and node below the root holds a key (what the one ordered scan,
 // radix/common/radix_scan.h, relies on).
 //
