@@ -77,22 +77,30 @@ class Roart::ScanAccess {
     return k;
   }
   Word FindChild(Word w, uint8_t unit) const { return roart::FindChild(node(w), unit); }
-  void Prefetch(Word w) const { pm::PrefetchLine(base_ + OffsetOf(w)); }
+  // A leaf array whole (its entries are all read); a node's first line.
+  void Prefetch(Word w) const {
+    if (IsLeafArray(w))
+      pm::PrefetchLines(base_ + OffsetOf(w), 0, sizeof(LeafArray));
+    else
+      pm::PrefetchLine(base_ + OffsetOf(w));
+  }
   // The array's leaves with key >= start, sorted on the fly.
   size_t LeafArrayFrom(Word w, std::string_view start, Word* kids, size_t limit) const {
     const auto* la = reinterpret_cast<const LeafArray*>(base_ + OffsetOf(w));
-    std::pair<std::string_view, Word> items[kLeafArraySize];
-    size_t k = 0;
-    for (unsigned i = 0; i < kLeafArraySize; ++i) {
+    Word leaves[kLeafArraySize];  // uninitialized: a scan reads arrays of a few keys
+    size_t n = 0;
+    for (unsigned i = 0; i < kLeafArraySize; ++i) {  // the leaves' lines requested together
       const uint64_t e = Load(&la->e[i]);
       if (e == 0) continue;
-      const Word leaf = radix::MakeChild(LeafEntryOffset(e), kTagLeaf);
-      const std::string_view key = Leaf(leaf)->key();
-      if (key >= start) items[k++] = {key, leaf};
+      leaves[n++] = radix::MakeChild(LeafEntryOffset(e), kTagLeaf);
+      pm::PrefetchLine(base_ + LeafEntryOffset(e));
     }
-    std::sort(items, items + k);
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (LeafKey(leaves[i]) >= start) leaves[k++] = leaves[i];
+    std::sort(leaves, leaves + k, [this](Word a, Word b) { return LeafKey(a) < LeafKey(b); });
     k = std::min(k, limit);
-    for (size_t i = 0; i < k; ++i) kids[i] = items[i].second;
+    std::copy(leaves, leaves + k, kids);
     return k;
   }
 
