@@ -71,7 +71,7 @@ Result<uint64_t> Roart::NewLeaf(std::string_view key, std::string_view value) {
 }
 
 int Roart::FindInArray(const LeafArray* la, std::string_view key, uint16_t fp) const {
-  for (unsigned i = 0; i < kLeafArraySize; ++i) {
+  for (unsigned i = 0; i < la->capacity; ++i) {
     const uint64_t e = Load(&la->e[i]);
     if (e != 0 && LeafEntryFp(e) == fp && LeafAt(LeafEntryOffset(e))->KeyEquals(key))
       return static_cast<int>(i);
@@ -381,13 +381,13 @@ Roart::Attempt Roart::WriteToArray(const Path& p, uint8_t b, uint64_t array_chil
     }
   } else if (op == Op::kUpdate || op == Op::kRemove) {
     s = Status::NotFound();
-  } else if (la->count >= kLeafArraySize) {
+  } else if (la->count >= la->capacity) {
     Unlock(&la->lock);
     return SplitArray(p, b, array_child, key, value);
   } else {
     Result<uint64_t> off = NewLeaf(key, value);
     s = off.status();
-    for (unsigned j = 0; off.ok() && j < kLeafArraySize; ++j) {
+    for (unsigned j = 0; off.ok() && j < la->capacity; ++j) {
       if (Load(&la->e[j]) != 0) continue;
       Store(&la->e[j], LeafEntryOf(fp, *off));
       if (!pm::mutant("roart.skip_entry_persist")) pc().persist(&la->e[j], 8);  // commit
@@ -418,7 +418,7 @@ Roart::Attempt Roart::Demote(const Path& p, uint8_t b, uint64_t array_child, std
     return Restart();
   }
   uint64_t other = 0;
-  for (unsigned j = 0; j < kLeafArraySize; ++j)
+  for (unsigned j = 0; j < la->capacity; ++j)
     if (j != static_cast<unsigned>(i) && Load(&la->e[j]) != 0) other = Load(&la->e[j]);
   const uint64_t removed = Load(&la->e[i]);
   ReplaceEntry(pc(), slot, b, radix::MakeChild(LeafEntryOffset(other), kTagLeaf));  // commit
@@ -429,9 +429,10 @@ Roart::Attempt Roart::Demote(const Path& p, uint8_t b, uint64_t array_child, std
   return Done(Status::OK());
 }
 
-// A full leaf array (and the new key) becomes a node at the array's depth over leaves and
-// leaf arrays, built and persisted off to the side and published by one store in the parent.
-// The leaves are not copied: the new arrays name the same leaf blocks.
+// A full leaf array (and the new key) becomes a copy of twice its capacity (growth), or, at
+// 64, a node at the array's depth over leaves and leaf arrays (split); either is built and
+// persisted off to the side and published by one store in the parent. The leaves are not
+// copied: the new arrays name the same leaf blocks.
 Roart::Attempt Roart::SplitArray(const Path& p, uint8_t b, uint64_t array_child,
                                  std::string_view key, std::string_view value) {
   NodeHeader* n = p.node;
@@ -443,19 +444,25 @@ Roart::Attempt Roart::SplitArray(const Path& p, uint8_t b, uint64_t array_child,
     return Restart();
   }
   const uint16_t fp = radix::Fingerprint16(key);
-  if (la->count < kLeafArraySize || FindInArray(la, key, fp) >= 0) {  // changed meanwhile
+  if (la->count < la->capacity || FindInArray(la, key, fp) >= 0) {  // changed meanwhile
     Unlock(&la->lock);
     Unlock(&n->lock);
     return Restart();
   }
+  const bool grow = la->capacity < kLeafArraySize;
   std::vector<uint64_t> made;
   Result<uint64_t> off = NewLeaf(key, value);
   Result<uint64_t> node = off;  // its error, or replaced below
   if (off.ok()) {
     made.push_back(*off);
-    std::vector<uint64_t> entries(la->e, la->e + kLeafArraySize);
+    std::vector<uint64_t> entries(la->e, la->e + la->capacity);
     entries.push_back(LeafEntryOf(fp, *off));
-    node = BuildSplit(entries, la->depth, &made);
+    if (grow) {  // a copy of twice the capacity
+      node = BuildLeafArray(pc(), *alloc_, base_, la->depth, entries, 2u * la->capacity);
+      if (node.ok()) made.push_back(OffsetOf(*node));
+    } else {
+      node = BuildSplit(entries, la->depth, &made);
+    }
   }
   if (!node.ok()) {
     for (uint64_t m : made) alloc_->free(m);
@@ -463,8 +470,8 @@ Roart::Attempt Roart::SplitArray(const Path& p, uint8_t b, uint64_t array_child,
     Unlock(&n->lock);
     return Done(node.status());
   }
-  // Everything the split built is durable before the store that publishes it.
-  if (!pm::mutant("roart.skip_split_persist")) pc().fence();
+  // Everything the split or growth built is durable before the store that publishes it.
+  if (!pm::mutant(grow ? "roart.skip_array_grow_persist" : "roart.skip_split_persist")) pc().fence();
   ReplaceEntry(pc(), slot, b, *node);  // commit
   Obsolete(&la->lock);
   Unlock(&n->lock);

@@ -80,7 +80,7 @@ class Roart::ScanAccess {
   // A leaf array whole (its entries are all read); a node's first line.
   void Prefetch(Word w) const {
     if (IsLeafArray(w))
-      pm::PrefetchLines(base_ + OffsetOf(w), 0, sizeof(LeafArray));
+      pm::PrefetchLines(base_ + OffsetOf(w), 0, LeafArrayBytes(kMinLeafArray * 2));
     else
       pm::PrefetchLine(base_ + OffsetOf(w));
   }
@@ -89,7 +89,9 @@ class Roart::ScanAccess {
     const auto* la = reinterpret_cast<const LeafArray*>(base_ + OffsetOf(w));
     Word leaves[kLeafArraySize];  // uninitialized: a scan reads arrays of a few keys
     size_t n = 0;
-    for (unsigned i = 0; i < kLeafArraySize; ++i) {  // the leaves' lines requested together
+    const unsigned capacity = la->capacity;
+    if (capacity > 8) pm::PrefetchLines(la, LeafArrayBytes(8), LeafArrayBytes(capacity));
+    for (unsigned i = 0; i < capacity; ++i) {  // the leaves' lines requested together
       const uint64_t e = Load(&la->e[i]);
       if (e == 0) continue;
       leaves[n++] = radix::MakeChild(LeafEntryOffset(e), kTagLeaf);
@@ -152,13 +154,16 @@ Status Roart::CheckLeaf(uint64_t off, uint32_t depth, const std::string& path, s
 Status Roart::CheckArray(uint64_t child, uint32_t depth, const std::string& path, bool repair,
                          size_t* keys) {
   const uint64_t off = OffsetOf(child);
-  if (off < pm::kHeaderSize || !pool_->contains(base_ + off, sizeof(LeafArray)))
+  if (off < pm::kHeaderSize || !pool_->contains(base_ + off, LeafArrayBytes(kMinLeafArray)))
     return Status::Corruption(At(off) + "leaf array outside the pool");
   auto* la = at<LeafArray>(child);
-  if (la->type != kTagLeafArray || la->depth != depth)
+  const unsigned cap = la->capacity;
+  if (la->type != kTagLeafArray || la->depth != depth || cap < kMinLeafArray ||
+      cap > kLeafArraySize || (cap & (cap - 1)) != 0 || !pool_->contains(la, LeafArrayBytes(cap)))
     return Status::Corruption(At(off) + "bad leaf array header");
   std::vector<std::string_view> seen;
-  for (uint64_t e : la->e) {
+  for (unsigned i = 0; i < cap; ++i) {
+    const uint64_t e = Load(&la->e[i]);
     if (e == 0) continue;
     Status s = CheckLeaf(LeafEntryOffset(e), depth, path, keys);
     if (!s.ok()) return s;
@@ -298,8 +303,9 @@ void Roart::Walk(uint64_t child, Fn&& fn) const {
   const uint64_t tag = TagOf(child);
   if (tag == kTagLeaf) return;
   if (tag == kTagLeafArray) {
-    for (const uint64_t& slot : at<LeafArray>(child)->e)
-      if (const uint64_t e = Load(&slot); e != 0) fn(radix::MakeChild(LeafEntryOffset(e), kTagLeaf));
+    const auto* la = at<LeafArray>(child);
+    for (unsigned i = 0; i < la->capacity; ++i)
+      if (const uint64_t e = Load(&la->e[i]); e != 0) fn(radix::MakeChild(LeafEntryOffset(e), kTagLeaf));
     return;
   }
   const auto* n = at<NodeHeader>(child);
@@ -360,6 +366,9 @@ std::vector<MutantInfo> Roart::Mutants() {
        "a new leaf array's free slots are not flushed (a reused block's old bytes read as "
        "entries after a crash)",
        "roart-unlink"},
+      {"roart.skip_array_grow_persist",
+       "a leaf array's copy of twice the capacity is not fenced before the swap",
+       "roart-leaf-array-split"},
       {"roart.skip_grow_persist",
        "a grown node (4->16->48->256) is not fenced before the parent's entry names it",
        "roart-node-growth"},

@@ -247,19 +247,22 @@ Result<uint64_t> BuildNode(pm::PersistContext& pc, pm::Allocator& alloc, char* b
 }
 
 Result<uint64_t> BuildLeafArray(pm::PersistContext& pc, pm::Allocator& alloc, char* base,
-                                uint32_t depth, const std::vector<uint64_t>& entries) {
-  assert(entries.size() <= kLeafArraySize);
-  Result<uint64_t> off = alloc.allocate(sizeof(LeafArray), /*zero=*/true);
+                                uint32_t depth, const std::vector<uint64_t>& entries,
+                                unsigned capacity) {
+  if (capacity == 0) capacity = LeafArrayCapacityFor(entries.size());
+  assert(entries.size() <= capacity && capacity <= kLeafArraySize);
+  const size_t bytes = LeafArrayBytes(capacity);
+  Result<uint64_t> off = alloc.allocate(bytes, /*zero=*/true);
   if (!off.ok()) return off.status();
   auto* la = reinterpret_cast<LeafArray*>(base + *off);
   la->type = static_cast<uint8_t>(kTagLeafArray);
   la->depth = static_cast<uint16_t>(depth);
+  la->capacity = static_cast<uint16_t>(capacity);
   la->count = static_cast<uint8_t>(entries.size());
   std::memcpy(la->e, entries.data(), entries.size() * 8);
   // All of it, free slots included: a reused block holds old bytes there, which after a
   // crash would read as entries. The caller fences before publishing.
-  pc.flush(la, pm::mutant("roart.array_tail_unflushed") ? 64 + 8 * entries.size()
-                                                        : sizeof(LeafArray));
+  pc.flush(la, pm::mutant("roart.array_tail_unflushed") ? 64 + 8 * entries.size() : bytes);
   return radix::MakeChild(*off, kTagLeafArray);
 }
 

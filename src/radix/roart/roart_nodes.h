@@ -136,25 +136,39 @@ struct Node256 {
 };
 static_assert(sizeof(Node256) == 2080 && offsetof(Node256, e) == 32);
 
-// Leaf array, 576 bytes (a 640-byte block):
+// Leaf array of `capacity` entries (4, 8, 16, 32 or 64): 64 + 8 * capacity bytes (a block of
+// 128, 128, 192, 320 or 640 bytes):
 //   line 0:  0 lock      8  pm::VersionLock word (pool generation), never flushed
 //            8 type      1  kTagLeafArray, immutable
 //            9 count     1  live entries: never flushed, rebuilt by recover()
 //           10 depth     2  every key shares key[0..depth) with the path, immutable
-//           12 reserved 52
-//   64..575: entries[64], unsorted: LeafEntryOf(fingerprint, leaf offset), 0 = free.
+//           12 capacity  2  entries, immutable
+//           14 reserved 50
+//   64..:    entries[capacity], unsorted: LeafEntryOf(fingerprint, leaf offset), 0 = free.
 // Insert: the leaf is persisted, then its entry is stored into a free slot and persisted
 // (the commit). Remove: the entry is cleared and persisted. Update: the leaf's 8-byte value
-// word in place, or a new leaf persisted and the entry swapped. Never empty while reachable.
+// word in place, or a new leaf persisted and the entry swapped. A full array of less than 64
+// is copied into one of twice the capacity (growth); a full one of 64 splits. Never empty
+// while reachable.
 struct LeafArray {
   uint64_t lock;
   uint8_t type;
   uint8_t count;
   uint16_t depth;
-  uint8_t reserved[52];
-  uint64_t e[kLeafArraySize];
+  uint16_t capacity;
+  uint8_t reserved[50];
+  uint64_t e[kLeafArraySize];  // the first `capacity` exist
 };
 static_assert(sizeof(LeafArray) == 576 && offsetof(LeafArray, e) == 64);
+static_assert(offsetof(LeafArray, capacity) == 12);
+inline constexpr unsigned kMinLeafArray = 4;
+inline constexpr size_t LeafArrayBytes(unsigned capacity) { return 64 + 8 * size_t{capacity}; }
+// The capacity a new leaf array of n entries gets: the smallest that holds them.
+inline constexpr unsigned LeafArrayCapacityFor(size_t n) {
+  unsigned c = kMinLeafArray;
+  while (c < n) c *= 2;
+  return c;
+}
 static_assert(offsetof(LeafArray, depth) == 10);
 
 size_t FixedSize(uint64_t tag);
@@ -214,9 +228,11 @@ void RemoveChild(pm::PersistContext& pc, NodeHeader* n, uint8_t b);
 Result<uint64_t> BuildNode(pm::PersistContext& pc, pm::Allocator& alloc, char* base,
                            uint32_t depth, std::string_view prefix, uint64_t end,
                            const std::vector<std::pair<uint8_t, uint64_t>>& children);
-// A leaf array at `depth` holding `entries` (LeafEntryOf words), flushed, not fenced.
+// A leaf array at `depth` holding `entries` (LeafEntryOf words) with room for `capacity`
+// (0: the least that holds them), flushed, not fenced.
 Result<uint64_t> BuildLeafArray(pm::PersistContext& pc, pm::Allocator& alloc, char* base,
-                                uint32_t depth, const std::vector<uint64_t>& entries);
+                                uint32_t depth, const std::vector<uint64_t>& entries,
+                                unsigned capacity = 0);
 
 
 }  // namespace pmindex::roart
