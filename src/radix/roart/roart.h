@@ -3,7 +3,8 @@
 // code: doc/roart.md.
 //
 // An ART whose lower levels are compacted: up to 64 leaves of a subtree sit unsorted in one
-// leaf array (pointers with 2-byte fingerprints) instead of inner nodes. A slot of an inner
+// leaf array (pointers with 2-byte fingerprints; room for 4 to 64, doubled by copy when full)
+// instead of inner nodes. A slot of an inner
 // node holds a leaf, a leaf array or a node. A second key under a slot that holds a leaf
 // makes a leaf array of the two (compaction); a full leaf array splits into a node at its
 // depth whose children are leaves (one key) or leaf arrays (more) by the next key byte that
