@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pm/mix64.h"
+
 namespace pmindex::crashtest {
 namespace {
 
@@ -192,6 +194,96 @@ bool LineBoundary(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
   return true;
 }
 
+// ROART's structural changes, each driven on purpose (keys big-endian: byte 0 first).
+uint64_t Bytes2(uint8_t b0, uint8_t b1, uint64_t low) {
+  return uint64_t{b0} << 56 | uint64_t{b1} << 48 | (low & 0xFFFFFFFFFFFFull);
+}
+
+// A second key under a byte whose slot holds a leaf: the two become a leaf array; values of
+// other lengths replace a leaf; removing one of two leaves the array, both unlinks it.
+bool RoartCompaction(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t b = 1; b <= 24; ++b) {
+    ops->push_back(Make(OpKind::kInsert, IK(Bytes2(static_cast<uint8_t>(b), 1, b)), IV(b)));
+    ops->push_back(Make(OpKind::kInsert, IK(Bytes2(static_cast<uint8_t>(b), 2, b)), IV(b + seed)));
+  }
+  for (uint64_t b = 1; b <= 24; b += 3) {
+    ops->push_back(Make(OpKind::kRemove, IK(Bytes2(static_cast<uint8_t>(b), 1, b))));
+    if (b % 2) ops->push_back(Make(OpKind::kRemove, IK(Bytes2(static_cast<uint8_t>(b), 2, b))));
+    if (traits.byte_keys)
+      ops->push_back(Make(OpKind::kUpsert, IK(Bytes2(static_cast<uint8_t>(b + 1), 2, b + 1)),
+                          std::string(20, 'v')));
+    ops->push_back(Make(OpKind::kScan, IK(0)));
+  }
+  return true;
+}
+
+// One byte's keys spread over a few second bytes: its leaf array fills (64) and splits into a
+// node over leaf arrays, which fill and split again at the next depth.
+bool RoartLeafArraySplit(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t i = 0; i < 330; ++i) {
+    const uint64_t x = pm::Mix64(i + 17 * seed);
+    ops->push_back(Make(OpKind::kInsert, IK(Bytes2(0x5A, static_cast<uint8_t>(i % 3), x >> 16)), IV(i)));
+    if (i % 50 == 49) ops->push_back(Make(OpKind::kScan, IK(Bytes2(0x5A, 0, 0))));
+  }
+  return true;
+}
+
+// A split leaves a Node4 over two leaf arrays; new second bytes, one by one, grow it in place
+// and by copy to a Node16, a Node48 and a Node256.
+bool RoartNodeGrowth(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t x = 0; x < 33; ++x) {
+    for (uint8_t c = 0; c < 2; ++c)
+      ops->push_back(Make(OpKind::kInsert, IK(Bytes2(0x33, c, x * 977)), IV(x + seed)));
+  }
+  for (uint64_t c = 2; c < 256; c += 2) {
+    ops->push_back(Make(OpKind::kInsert, IK(Bytes2(0x33, static_cast<uint8_t>(c), c)), IV(c)));
+    if (c % 40 == 0) ops->push_back(Make(OpKind::kScan, IK(Bytes2(0x33, 0, 0))));
+  }
+  return true;
+}
+
+// Keys sharing a long prefix: their leaf array splits into a node with that prefix; keys that
+// leave it at each of its positions split the prefix (minimally ordered split).
+bool RoartPrefixSplit(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
+  const uint64_t base = 0x4455667788990000ull;
+  for (uint64_t x = 0; x < 66; ++x)
+    ops->push_back(Make(OpKind::kInsert, IK(base | (x * 3)), IV(x + seed)));
+  for (int d = 1; d <= 6; ++d) {
+    const uint64_t k = base ^ (uint64_t{0x01} << (8 * (7 - d)));
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(100 + d)));
+    ops->push_back(Make(OpKind::kLookup, IK(base | 3)));
+  }
+  if (traits.byte_keys) {
+    const std::string pad(30, 'q');
+    for (int i = 0; i < 66; ++i)
+      ops->push_back(Make(OpKind::kInsert, "split/" + pad + std::to_string(100 + i), IV(i)));
+    for (const char* k : {"split/", "split/qq", "split/qqqqqqqqqqqqqqqqqqqz", "spl"})
+      ops->push_back(Make(OpKind::kInsert, std::string(k), IV(7)));
+  }
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
+// Removes that leave a leaf array or nodes without keys: the highest empty subtree is unlinked
+// by one store (a leaf array of two gives its place to its other leaf); then keys come back.
+bool RoartUnlink(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops) {
+  std::vector<std::string> keys;
+  for (uint64_t x = 0; x < 80; ++x) keys.push_back(IK(Bytes2(0x21, static_cast<uint8_t>(x % 2), x << 20)));
+  for (uint64_t x = 0; x < 6; ++x) keys.push_back(IK(Bytes2(0x22, 7, x)));
+  if (traits.byte_keys) {
+    for (const char* k : {"u", "uv", "uvw", "uvwx", "uvwxyz1", "uvwxyz2"}) keys.emplace_back(k);
+  }
+  for (const std::string& k : keys) ops->push_back(Make(OpKind::kInsert, k, IV(seed)));
+  for (const std::string& k : keys) {
+    ops->push_back(Make(OpKind::kRemove, k));
+    if (k.size() != 8) ops->push_back(Make(OpKind::kScan, std::string("u")));
+  }
+  // Half come back: leaf arrays grow again into blocks that held others (old bytes).
+  for (size_t i = 0; i < keys.size(); i += 2) ops->push_back(Make(OpKind::kInsert, keys[i], IV(i)));
+  ops->push_back(Make(OpKind::kScan, IK(0)));
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& Scenarios() {
@@ -245,6 +337,26 @@ const std::vector<Scenario>& Scenarios() {
        "boundary (found by Witcher): an insert and a removal at every slot of a 26-entry node, "
        "then a split",
        false, &LineBoundary},
+      {"roart-compaction",
+       "ROART's leaf compaction: a second key under a slot holding a leaf makes a leaf array of "
+       "the two, published by one store; removes empty and unlink leaf arrays",
+       false, &RoartCompaction},
+      {"roart-leaf-array-split",
+       "ROART's full leaf array (64 leaves) splits into a node over leaf arrays, persisted and "
+       "swapped in by one store; the new arrays fill and split again",
+       false, &RoartLeafArraySplit},
+      {"roart-node-growth",
+       "ROART's nodes grow 4 -> 16 -> 48 -> 256 by a persisted copy swapped into the parent; "
+       "in place, a Node48's entry commits before its (rebuilt) index byte",
+       false, &RoartNodeGrowth},
+      {"roart-prefix-split",
+       "ROART's minimally ordered split: the new node commits with one store, the old node's "
+       "shorter prefix word follows unfenced and recovery repairs it (WORT's lazy repair)",
+       false, &RoartPrefixSplit},
+      {"roart-unlink",
+       "ROART removes that leave a leaf array or a chain of nodes without keys unlink the "
+       "highest of them with one store (readers and scans never meet an empty one)",
+       false, &RoartUnlink},
   };
   return *s;
 }

@@ -4,6 +4,7 @@
 #include "radix/art/art.h"
 #include "radix/part/part.h"
 #include "radix/pftree/pftree.h"
+#include "radix/roart/roart.h"
 #include "radix/woart/woart.h"
 #include "radix/wort/wort.h"
 
@@ -16,6 +17,7 @@ std::vector<IndexRegistration> Registrations() {
       Art::Registration(),              // art/ (volatile)
       pftree::PFTree::Registration(),   // pftree/
       part::PArt::Registration(),       // part/
+      roart::Roart::Registration(),     // roart/
   };
 }
 

@@ -326,7 +326,7 @@ TEST(RadixRwLockTest, WaitersPastTheSpinSleepAndAreWoken) {
   EXPECT_EQ(done.load(), 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixConcurrentTest, ::testing::Values("wort", "woart", "art", "part"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixConcurrentTest, ::testing::Values("wort", "woart", "art", "part", "roart"));
 
 }  // namespace
 }  // namespace pmindex::testing

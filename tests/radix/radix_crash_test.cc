@@ -63,7 +63,7 @@ TEST_P(RadixCrashTest, FullCampaign) {
   EXPECT_TRUE(k.passed()) << crashtest::FormatResult(k);
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixCrashTest, ::testing::Values("wort", "woart", "part"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixCrashTest, ::testing::Values("wort", "woart", "part", "roart"));
 
 class RadixMutantTest : public ::testing::TestWithParam<std::string> {};
 
@@ -85,7 +85,9 @@ INSTANTIATE_TEST_SUITE_P(Radix, RadixMutantTest,
                                            "woart.skip_leaf_persist",
                                            "woart.header_and_child_two_stores",
                                            "part.count_before_entry", "part.skip_node_persist",
-                                           "part.skip_leaf_persist"),
+                                           "part.skip_leaf_persist",
+                                           "roart.skip_leaf_persist",
+                                           "roart.skip_entry_persist"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

@@ -83,7 +83,7 @@ std::string ParamName(const ::testing::TestParamInfo<RadixModelTest::ParamType>&
 
 INSTANTIATE_TEST_SUITE_P(
     Radix, RadixModelTest,
-    ::testing::Combine(::testing::Values("wort", "woart", "art", "part"),
+    ::testing::Combine(::testing::Values("wort", "woart", "art", "part", "roart"),
                        ::testing::Values(KeyShape::kDense, KeyShape::kSparse,
                                          KeyShape::kClustered, KeyShape::kRandomBytes,
                                          KeyShape::kSharedPrefix, KeyShape::kPrefixChains)),
@@ -120,7 +120,7 @@ TEST_P(RadixLimitsTest, KeyAndValueLimits) {
   EXPECT_TRUE(index.verify().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort", "woart", "art", "part"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixLimitsTest, ::testing::Values("wort", "woart", "art", "part", "roart"));
 
 // Scans are walked in chunks of kScanChunk (256) leaves, each restarting after the last key
 // of the one before: counts around the chunk size (and the old batch size, 64), from the
@@ -170,7 +170,7 @@ TEST_P(RadixScanBatchTest, LimitsAndEarlyStopsAroundTheBatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixScanBatchTest, ::testing::Values("wort", "woart", "art", "part"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixScanBatchTest, ::testing::Values("wort", "woart", "art", "part", "roart"));
 
 // Scans that start inside wide nodes: a node of 30 children (an ART or WOART Node48, whose
 // index the walk reads 16 bytes at a time), one of 200 (a Node256), each with an end key,
@@ -218,7 +218,7 @@ TEST_P(RadixWideNodeScanTest, EveryStartByteOfWideNodes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Radix, RadixWideNodeScanTest, ::testing::Values("wort", "woart", "art", "part"));
+INSTANTIATE_TEST_SUITE_P(Radix, RadixWideNodeScanTest, ::testing::Values("wort", "woart", "art", "part", "roart"));
 
 // Scans whose descent is deeper than the levels a scan defers (kScanPath, 64): a chain of
 // nested keys c, cc, ccc, ... (each the end key of a node), each level with a right child

@@ -70,7 +70,8 @@ enum ChildTag : uint64_t {
   kTagNode4 = 2,    // WOART Node4; WORT's only node type
   kTagNode16 = 3,   // WOART Node16
   kTagNode48 = 4,   // WOART Node48
-  kTagNode256 = 5,  // WOART Node256
+  kTagNode256 = 5,  // WOART Node256 (ROART's Node4..256 use tags 2..5 too)
+  kTagLeafArray = 6,  // ROART leaf array (radix/roart/roart_nodes.h)
 };
 inline constexpr uint64_t kTagMask = 7;
 inline constexpr uint64_t ChildTagOf(uint64_t w) { return w & kTagMask; }

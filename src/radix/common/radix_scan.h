@@ -41,6 +41,13 @@
 //   FindChild(w, unit) -> Word             the child of `unit`, or 0
 //   Prefetch(word)                         requests the lines the scan reads of a leaf, or
 //                                          of a node (all of them unless kSizeInNode)
+// and, if Access::kLeafArrays is true (ROART: a word naming up to kMaxChildren leaves kept
+// unsorted in one block, its leaf array, where another tree has a subtree):
+//   IsLeafArray(word)                      the word names a leaf array; Enter, PrefixLen (0),
+//                                          End (0) and Children (its leaves in key order,
+//                                          sorted on the fly) treat it as a node of leaves
+//   LeafArrayFrom(w, start, kids, limit)   its leaves with key >= start in key order into
+//                                          kids, at most `limit`; their count
 // and, if kSizeInNode:
 //   PrefetchRest(w)                        once the node's first line is read: the rest of
 //                                          the lines a walk over its children reads
@@ -60,6 +67,15 @@
 #include "radix/common/scan_stack.h"
 
 namespace pmindex::radix {
+
+// Whether the policy has leaf arrays (Access::kLeafArrays, absent: false).
+template <typename Access>
+constexpr bool HasLeafArrays() {
+  if constexpr (requires { Access::kLeafArrays; })
+    return Access::kLeafArrays;
+  else
+    return false;
+}
 
 template <typename Access>
 class RadixScan {
@@ -98,6 +114,12 @@ class RadixScan {
       if (a_.IsLeaf(w)) {
         if (a_.LeafKey(w) >= start) st_.Push(&w, 1, depth);
         return;
+      }
+      if constexpr (HasLeafArrays<Access>()) {
+        if (a_.IsLeafArray(w)) {  // the leaves at or above start, nearest on top
+          st_.Push(kids_, a_.LeafArrayFrom(w, start, kids_, st_.need), depth);
+          return;
+        }
       }
       const Node n = a_.Enter(w, depth);
       const size_t pos = depth + a_.PrefixLen(n);

@@ -58,6 +58,7 @@
 #include "pm/persist.h"
 #include "pm/prefetch.h"
 #include "pmindex/status.h"
+#include "radix/common/fingerprint.h"
 #include "radix/common/key.h"
 
 namespace pmindex::pftree {
@@ -197,26 +198,7 @@ inline void CopyEntryValue(LeafHeader* l, uint32_t pos, uint16_t h, std::string*
 // the paper's one: a probe of ~200 entries then reads an entry that only shares the
 // fingerprint about once in 300 probes, not once in 1-3 (each such read is a line in PM).
 // Inline: every operation computes one.
-inline uint16_t Fingerprint(std::string_view key) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ key.size();
-  const char* p = key.data();
-  size_t n = key.size();
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-    p += 8;
-    n -= 8;
-  }
-  if (n > 0) {
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-  }
-  h ^= h >> 32;
-  h ^= h >> 16;
-  return static_cast<uint16_t>(h);
-}
+inline uint16_t Fingerprint(std::string_view key) { return radix::Fingerprint16(key); }
 
 // Prefetches, so the misses of one access overlap instead of following each other:
 // PrefetchLeaf when a child reference names a leaf array (its header line, which holds the
