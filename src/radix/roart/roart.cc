@@ -70,11 +70,14 @@ Result<uint64_t> Roart::NewLeaf(std::string_view key, std::string_view value) {
   return *off;
 }
 
-int Roart::FindInArray(const LeafArray* la, std::string_view key, uint16_t fp) const {
+int Roart::FindInArray(const LeafArray* la, std::string_view key, uint16_t fp,
+                       uint64_t* entry) const {
   for (unsigned i = 0; i < la->capacity; ++i) {
     const uint64_t e = Load(&la->e[i]);
-    if (e != 0 && LeafEntryFp(e) == fp && LeafAt(LeafEntryOffset(e))->KeyEquals(key))
+    if (e != 0 && LeafEntryFp(e) == fp && LeafAt(LeafEntryOffset(e))->KeyEquals(key)) {
+      if (entry != nullptr) *entry = e;
       return static_cast<int>(i);
+    }
   }
   return -1;
 }
@@ -106,9 +109,9 @@ Status Roart::lookup(std::string_view key, std::string* value) {
     }
     if (tag == kTagLeafArray) {
       const auto* la = at<LeafArray>(child);
-      const int i = FindInArray(la, key, radix::Fingerprint16(key));
-      if (i < 0) return Status::NotFound();
-      if (value != nullptr) LeafAt(LeafEntryOffset(Load(&la->e[i])))->LoadValue(value);
+      uint64_t e = 0;
+      if (FindInArray(la, key, radix::Fingerprint16(key), &e) < 0) return Status::NotFound();
+      if (value != nullptr) LeafAt(LeafEntryOffset(e))->LoadValue(value);  // the matched leaf
       return Status::OK();
     }
     n = at<NodeHeader>(child);

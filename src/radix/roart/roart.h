@@ -159,7 +159,10 @@ class Roart final : public Index {
     return reinterpret_cast<radix::PmLeaf*>(base_ + off);
   }
   // Index of `key` among the entries of la (fingerprint fp), or -1.
-  int FindInArray(const LeafArray* la, std::string_view key, uint16_t fp) const;
+  // The slot of `key` in the array, or -1; *entry (if given) the entry word that matched: a
+  // lock-free reader must use that word, since the slot may be rewritten after the match.
+  int FindInArray(const LeafArray* la, std::string_view key, uint16_t fp,
+                  uint64_t* entry = nullptr) const;
   void Retire(uint64_t off) { alloc_->retire(OffsetOf(off)); }
 
   // ---- walks (roart_maint.cc) ----
