@@ -314,6 +314,11 @@ TEST(FastFairNodeTest, CrashedShiftThenDelete) {
 
 TEST(FastFairNodeTest, CrashedShiftThenDeleteUnderMutant) {
   PMINDEX_REQUIRE_MUTANTS();
+#ifndef NDEBUG
+  // erase() asserts that the node it changes is canonical: an asserting build stops at the
+  // duplicate the mutant leaves (the plain build checks that the tree goes wrong).
+  GTEST_SKIP() << "asserting build: erase() aborts on the mutant's duplicate";
+#endif
   TempDir dir;
   ASSERT_TRUE(pm::set_mutant("fastfair.recovery_keeps_duplicate"));
   const bool ok = CrashedShiftThenDelete(dir, "b.pool");

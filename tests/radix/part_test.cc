@@ -141,7 +141,7 @@ TEST(PartRecoveryTest, CrashImagesRecoverWithNothingLeaked) {
     auto idx = CreateIndex("part", dir.file("pool"), PoolOptions());
     ASSERT_TRUE(idx.ok()) << idx.status().ToString();
     Index& index = *idx.value();
-    CopyAtFences copier(*index.pool(), Sanitized() ? 16 : 5);
+    CopyAtFences copier(*index.pool(), Sanitized() ? 8 : 5);
     hook = &copier;
     index.pool()->persist_context().set_hook(hook);
     for (size_t i = 0; i < ops.size(); ++i) {
