@@ -225,6 +225,27 @@ CLI::Validator MakeCheck(std::function<std::string(const std::string&)> check,
 
 }  // namespace
 
+// The options of how each pool persists and how its writes are counted.
+void AddPersistenceOptions(CLI::App* sub, BenchArgs& args) {
+  BenchArgs* a = &args;
+  sub->add_option("--mode", a->mode, "Persistence mode")
+      ->check(CLI::IsMember({"adr", "eadr", "async", "adaptive", "volatile"}))
+      ->capture_default_str();
+  sub->add_option("--write-latency", a->write_latency_ns,
+                  "Extra ns per flushed cache line, paid at the next fence")
+      ->check(CLI::Range(0u, 1000000u))
+      ->capture_default_str();
+  sub->add_option("--media-model", a->media_model,
+                  "XPLine media model: one write-combining buffer per thread, or one shared "
+                  "by the pool's threads as on the DIMM (serialises flushes; for accounting)")
+      ->check(CLI::IsMember({"per-thread", "shared"}))
+      ->capture_default_str();
+  sub->add_flag("--count-unflushed", a->count_unflushed,
+               "Also count the lines written without a flush, written back when a model of "
+               "the CPU cache evicts them (slow: pages are write-protected and compared at "
+               "every fence)");
+}
+
 void AddBenchCommand(CLI::App& app, CommandSet& commands) {
   CLI::App* sub = app.add_subcommand(
       "bench", "Run workloads on indexes and baselines and report throughput, latency, "
@@ -276,22 +297,7 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("--scan-length", a->scan_length, "Pairs per scan")
       ->check(CLI::Range(1u, 1000000u))
       ->capture_default_str();
-  sub->add_option("--mode", a->mode, "Persistence mode")
-      ->check(CLI::IsMember({"adr", "eadr", "async", "adaptive", "volatile"}))
-      ->capture_default_str();
-  sub->add_option("--write-latency", a->write_latency_ns,
-                  "Extra ns per flushed cache line, paid at the next fence")
-      ->check(CLI::Range(0u, 1000000u))
-      ->capture_default_str();
-  sub->add_option("--media-model", a->media_model,
-                  "XPLine media model: one write-combining buffer per thread, or one shared "
-                  "by the pool's threads as on the DIMM (serialises flushes; for accounting)")
-      ->check(CLI::IsMember({"per-thread", "shared"}))
-      ->capture_default_str();
-  sub->add_flag("--count-unflushed", a->count_unflushed,
-               "Also count the lines written without a flush, written back when a model of "
-               "the CPU cache evicts them (slow: pages are write-protected and compared at "
-               "every fence)");
+  AddPersistenceOptions(sub, *a);
   sub->add_option("--pool-dir", a->pool_dir, "Where pools are created (default $PMINDEX_POOL_DIR, else /dev/shm)")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--pool-mb", a->pool_mb, "Pool size in MiB (default: estimated from keys)")

@@ -406,6 +406,27 @@ Result<std::unique_ptr<Pool>> Pool::OpenOrCreate(const std::string& path, IndexK
   return created;
 }
 
+namespace {
+
+// How a pool's mapping persists and is counted.
+pm::PersistSettings SettingsFor(const Options& options, bool read_only,
+                                StoreGranularity granularity, bool memory_backed) {
+  pm::PersistSettings settings;
+  settings.mode = options.mode;
+  settings.model_media = options.model_media;
+  settings.media_model = options.media_model;
+  settings.track_unflushed = options.count_unflushed_writes && !read_only;
+  settings.write_latency_ns = options.write_latency_ns;
+  settings.hook = options.persist_hook;
+  // Cache flushes do not reach a disk: a file system's page-granularity mapping is made
+  // durable by msync. A file in memory has nothing to write back to.
+  settings.msync = options.mode == PersistMode::kAdr && !read_only &&
+                   granularity == StoreGranularity::kPage && !memory_backed;
+  return settings;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
                                         const Options& options, bool fresh, int fd,
                                         const std::string& temp_path) {
@@ -479,18 +500,8 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, IndexKind kind,
 
   pool->memory_fs_ = MemoryFileSystem(fd);
   pool->memory_backed_ = !pool->memory_fs_.empty();
-  pm::PersistSettings settings;
-  settings.mode = options.mode;
-  settings.model_media = options.model_media;
-  settings.media_model = options.media_model;
-  settings.track_unflushed = options.count_unflushed_writes && !read_only;
-  settings.write_latency_ns = options.write_latency_ns;
-  settings.hook = options.persist_hook;
-  // Cache flushes do not reach a disk: a file system's page-granularity mapping is made
-  // durable by msync. A file in memory has nothing to write back to.
-  settings.msync = options.mode == PersistMode::kAdr && !read_only &&
-                   pool->granularity_ == StoreGranularity::kPage && !pool->memory_backed_;
-  pool->persist_ = std::make_unique<pm::PersistContext>(settings);
+  pool->persist_ = std::make_unique<pm::PersistContext>(
+      SettingsFor(options, read_only, pool->granularity_, pool->memory_backed_));
   if (Status s = pool->persist_->map(pool->base_, pool->size_); !s.ok()) return s;
   if (options.persist_hook != nullptr) options.persist_hook->on_map(pool->base_, pool->size_);
   pm::PersistContext& pc = *pool->persist_;

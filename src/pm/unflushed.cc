@@ -14,7 +14,10 @@ constexpr size_t kPage = 4096;
 constexpr size_t kLine = 64;
 
 // The trackers the SIGSEGV handler asks, and the action it replaced (restored for a fault
-// no tracker owns, so the fault is reported as it would have been).
+// no tracker owns, so the fault is reported as it would have been). Process-wide because a
+// signal handler is: this is the handler's table of pools, nothing else. Each tracker (one
+// per pool's PersistContext) keeps its own state; a pool only registers its mapping here
+// while count_unflushed_writes is on, and pools never see each other's entries.
 std::atomic<UnflushedWriteTracker*> g_trackers[UnflushedWriteTracker::kMaxTrackers];
 std::mutex g_install_mu;
 bool g_installed = false;
