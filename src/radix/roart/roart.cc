@@ -402,18 +402,28 @@ Roart::Attempt Roart::WriteToArray(const Path& p, uint8_t b, uint64_t array_chil
   return Done(std::move(s));
 }
 
+// Locks node n and the leaf array its slot for byte b names, if the slot still names it;
+// false (nothing held) otherwise, and the caller restarts.
+bool Roart::LockSlotAndArray(NodeHeader* n, uint8_t b, uint64_t array_child, uint64_t** slot,
+                             LeafArray** la) {
+  if (!Lock(&n->lock)) return false;
+  *slot = SlotOf(n, b);
+  *la = at<LeafArray>(array_child);
+  if (*slot == nullptr || EntryChild(Load(*slot)) != array_child || !Lock(&(*la)->lock)) {
+    Unlock(&n->lock);
+    return false;
+  }
+  return true;
+}
+
 // The inverse of compaction: a leaf array of two keys loses one, and the other leaf takes its
 // place in the parent with one store (the commit: the key is gone and the array unlinked).
 // So no leaf array holds fewer than two keys, and a remove gives back the array's block.
 Roart::Attempt Roart::Demote(const Path& p, uint8_t b, uint64_t array_child, std::string_view key) {
   NodeHeader* n = p.node;
-  if (!Lock(&n->lock)) return Restart();
-  uint64_t* slot = SlotOf(n, b);
-  auto* la = at<LeafArray>(array_child);
-  if (slot == nullptr || EntryChild(Load(slot)) != array_child || !Lock(&la->lock)) {
-    Unlock(&n->lock);
-    return Restart();
-  }
+  uint64_t* slot;
+  LeafArray* la;
+  if (!LockSlotAndArray(n, b, array_child, &slot, &la)) return Restart();
   const int i = FindInArray(la, key, radix::Fingerprint16(key));
   if (i < 0 || la->count != 2) {  // changed meanwhile
     Unlock(&la->lock);
@@ -439,13 +449,9 @@ Roart::Attempt Roart::Demote(const Path& p, uint8_t b, uint64_t array_child, std
 Roart::Attempt Roart::SplitArray(const Path& p, uint8_t b, uint64_t array_child,
                                  std::string_view key, std::string_view value) {
   NodeHeader* n = p.node;
-  if (!Lock(&n->lock)) return Restart();
-  uint64_t* slot = SlotOf(n, b);
-  auto* la = at<LeafArray>(array_child);
-  if (slot == nullptr || EntryChild(Load(slot)) != array_child || !Lock(&la->lock)) {
-    Unlock(&n->lock);
-    return Restart();
-  }
+  uint64_t* slot;
+  LeafArray* la;
+  if (!LockSlotAndArray(n, b, array_child, &slot, &la)) return Restart();
   const uint16_t fp = radix::Fingerprint16(key);
   if (la->count < la->capacity || FindInArray(la, key, fp) >= 0) {  // changed meanwhile
     Unlock(&la->lock);

@@ -161,6 +161,8 @@ class Roart final : public Index {
   // Index of `key` among the entries of la (fingerprint fp), or -1.
   // The slot of `key` in the array, or -1; *entry (if given) the entry word that matched: a
   // lock-free reader must use that word, since the slot may be rewritten after the match.
+  bool LockSlotAndArray(NodeHeader* n, uint8_t b, uint64_t array_child, uint64_t** slot,
+                        LeafArray** la);
   int FindInArray(const LeafArray* la, std::string_view key, uint16_t fp,
                   uint64_t* entry = nullptr) const;
   void Retire(uint64_t off) { alloc_->retire(OffsetOf(off)); }
