@@ -114,8 +114,22 @@ class Index {
   // index met a damaged structure on the way.
   virtual Status lookup(std::string_view key, std::string* value) = 0;
   // Calls fn on up to max_count pairs with key >= start, in key order; returns how many.
-  // Unordered indexes and closed ones return 0 (traits().ordered is false).
+  // Unordered indexes and closed ones return 0 (traits().ordered is false): scan_checked
+  // tells those apart from an empty range.
   virtual size_t scan(std::string_view start, size_t max_count, ScanCallback fn) = 0;
+  // scan with a Status, for callers that must tell "no pairs" from "no scan": OK with
+  // *count (if not nullptr) the pairs visited; NotSupported for an unordered index (it has no
+  // key order; for_each visits every pair), InvalidArgument for a closed index.
+  virtual Status scan_checked(std::string_view start, size_t max_count, ScanCallback fn,
+                              size_t* count) {
+    if (count != nullptr) *count = 0;
+    if (!traits().ordered)
+      return Status::NotSupported(traits().name +
+                                  " is unordered: it has no key-order scan (for_each visits every pair)");
+    const size_t n = scan(start, max_count, fn);
+    if (count != nullptr) *count = n;
+    return Status::OK();
+  }
   // Calls fn once on every pair until fn returns false: in key order for ordered indexes (by
   // default a scan from the smallest key), in an order of their own for unordered ones,
   // which must override it. What it sees under concurrent writers is the index's scan's

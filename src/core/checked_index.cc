@@ -90,6 +90,15 @@ size_t CheckedIndex::scan(std::string_view start, size_t max_count, ScanCallback
   return index_->scan(start, max_count, fn);
 }
 
+Status CheckedIndex::scan_checked(std::string_view start, size_t max_count, ScanCallback fn,
+                                  size_t* count) {
+  if (index_ == nullptr) [[unlikely]] {
+    if (count != nullptr) *count = 0;
+    return Closed();
+  }
+  return index_->scan_checked(start, max_count, fn, count);
+}
+
 Status CheckedIndex::for_each(ScanCallback fn) {
   if (index_ == nullptr) [[unlikely]]
     return Closed();

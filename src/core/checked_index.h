@@ -31,6 +31,8 @@ class CheckedIndex final : public Index {
   Status remove(std::string_view key) override;
   Status lookup(std::string_view key, std::string* value) override;
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
+  Status scan_checked(std::string_view start, size_t max_count, ScanCallback fn,
+                      size_t* count) override;
   Status for_each(ScanCallback fn) override;
   Status verify() override;
   IndexStats stats() override;

@@ -43,9 +43,37 @@ TEST_P(ApiTest, EveryOperationOnAClosedIndexReturnsAStatus) {
   std::string v;
   EXPECT_TRUE(index.lookup(k, &v).IsInvalidArgument());
   EXPECT_EQ(index.scan({}, 10, [](std::string_view, std::string_view) { return true; }), 0u);
+  size_t count = 1;
+  EXPECT_TRUE(index.scan_checked({}, 10, [](std::string_view, std::string_view) { return true; },
+                                 &count)
+                  .IsInvalidArgument());
+  EXPECT_EQ(count, 0u);
   EXPECT_FALSE(index.verify().ok());
   EXPECT_EQ(index.stats().keys, 0u);
   EXPECT_EQ(index.pool(), nullptr);
+}
+
+TEST_P(ApiTest, ScanCheckedCountsAnOrderedRangeAndRefusesAnUnorderedOne) {
+  TempDir dir;
+  auto made = CreateIndex(GetParam(), dir.file("p"), SmallOptions());
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Index& index = *made.value();
+  for (uint64_t i = 1; i <= 5; ++i)
+    ASSERT_TRUE(index.insert(KeyFor(index.traits(), i), IntValue(i)).ok());
+  size_t count = 99;
+  size_t calls = 0;
+  const Status s = index.scan_checked(
+      KeyFor(index.traits(), 3), 10, [&](std::string_view, std::string_view) { return ++calls; },
+      &count);
+  if (index.traits().ordered) {
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(count, 3u);
+    EXPECT_EQ(calls, 3u);
+  } else {
+    EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+    EXPECT_EQ(count, 0u);
+    EXPECT_EQ(calls, 0u);
+  }
 }
 
 TEST_P(ApiTest, KeysBeyondTheLimitsAreErrorsForReadsToo) {

@@ -43,6 +43,13 @@ TEST(UnorderedIndex, ForEachReturnsEveryPairOnceAndScanNothing) {
   }
   ASSERT_NO_FATAL_FAILURE(ExpectSameAsModel(*index, model));
   EXPECT_EQ(index->scan("", 10, [](std::string_view, std::string_view) { return true; }), 0u);
+  // scan_checked says why there is nothing: an unordered index has no key-order scan.
+  size_t count = 1;
+  const Status refused =
+      index->scan_checked("", 10, [](std::string_view, std::string_view) { return true; }, &count);
+  EXPECT_TRUE(refused.IsNotSupported()) << refused.ToString();
+  EXPECT_NE(refused.ToString().find("unordered"), std::string::npos) << refused.ToString();
+  EXPECT_EQ(count, 0u);
   // for_each stops when the callback says so.
   size_t calls = 0;
   ASSERT_TRUE(index->for_each([&](std::string_view, std::string_view) { return ++calls < 3; })
