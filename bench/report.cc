@@ -169,7 +169,9 @@ void PrintReport(const BenchReport& report, std::FILE* out) {
     }
     PrintRoundRatios(report, workload, threads, out);
   }
-  if (!notes.empty() || !report.skipped.empty()) std::fprintf(out, "\n");
+  if (!notes.empty() || !report.skipped.empty() || !report.warnings.empty())
+    std::fprintf(out, "\n");
+  for (const std::string& w : report.warnings) std::fprintf(out, "warning: %s\n", w.c_str());
   for (const std::string& n : notes) std::fprintf(out, "note: %s\n", n.c_str());
   for (const std::string& s : report.skipped) std::fprintf(out, "skipped: %s\n", s.c_str());
 }
@@ -256,7 +258,7 @@ std::string ReportJson(const BenchReport& report) {
     results.push_back(std::move(j));
   }
   ordered_json doc = {{"environment", env}, {"results", results},
-                      {"skipped", report.skipped}};
+                      {"skipped", report.skipped}, {"warnings", report.warnings}};
   return doc.dump(1) + "\n";
 }
 

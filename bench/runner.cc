@@ -135,6 +135,7 @@ class Runner {
   Status Run();
 
  private:
+  void WarnAboutOversubscription();
   Status RunIndex(const IndexRegistration& reg, int threads);
   std::string PoolPathFor(const std::string& name) const;
   bool CreateForRun(IndexRun& run);
@@ -498,12 +499,26 @@ void Runner::VerifyAndClose(IndexRun& run, size_t first_result) {
   run.index.reset();
 }
 
+// Thread counts above the machine's cores measure time slicing, not scaling: say so once.
+void Runner::WarnAboutOversubscription() {
+  const int cores = report_->environment.cores;
+  int most = 0;
+  for (int t : cfg_.threads) most = std::max(most, t);
+  if (cores > 0 && most > cores) {
+    report_->warnings.push_back(std::to_string(most) + " threads exceed the machine's " +
+                                std::to_string(cores) +
+                                " cores: the figures above that count measure threads sharing "
+                                "cores, not scaling");
+  }
+}
+
 Status Runner::Run() {
   std::error_code ec;
   if (!std::filesystem::is_directory(cfg_.pool_dir, ec)) {
     return Status::InvalidArgument(cfg_.pool_dir + ": pool directory does not exist");
   }
   report_->environment = DetectEnvironment(cfg_.pool_dir, cfg_.mode, cfg_.seed);
+  WarnAboutOversubscription();
   report_->latency_sample = cfg_.latency_sample;
   report_->media_model = MediaModelName(cfg_.media_model);
   report_->count_unflushed = cfg_.count_unflushed;

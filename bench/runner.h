@@ -143,6 +143,8 @@ struct BenchReport {
   bool count_unflushed = false;            // BenchConfig::count_unflushed
   std::vector<BenchResult> results;
   std::vector<std::string> skipped;  // "<index>: <reason>"
+  // What makes figures of the run mean less than they seem (more threads than cores).
+  std::vector<std::string> warnings;
   bool verify_failed = false;
   // An index could not be created, or its load failed: the run did not measure what was asked.
   bool run_failed = false;

@@ -571,6 +571,25 @@ TEST(RunnerTest, SkipsIndexesThatCannotTakeTheKeys) {
                   .IsInvalidArgument());
 }
 
+TEST(RunnerTest, WarnsWhenThreadsExceedTheCores) {
+  TempDir dir;
+  BenchConfig c = SmallConfig(dir, {"stdmap"}, "load", 100, 100);
+  BenchReport report;
+  ASSERT_TRUE(RunBench(c, &report).ok());
+  EXPECT_TRUE(report.warnings.empty());
+  const int cores = report.environment.cores;
+  ASSERT_GT(cores, 0);
+  c.threads = {1, cores + 1};
+  BenchReport over;
+  ASSERT_TRUE(RunBench(c, &over).ok());
+  ASSERT_EQ(over.warnings.size(), 1u);
+  EXPECT_NE(over.warnings[0].find(std::to_string(cores + 1) + " threads exceed"),
+            std::string::npos)
+      << over.warnings[0];
+  const auto doc = nlohmann::json::parse(ReportJson(over));
+  EXPECT_EQ(doc["warnings"].size(), 1u);
+}
+
 // Runs `c` with its stop flag set from another thread after `ms` milliseconds (as Ctrl-C
 // would set it).
 Status RunStoppedAfter(BenchConfig c, int ms, BenchReport* report) {
