@@ -41,3 +41,5 @@ else()
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/pmindex.pc.in ${PROJECT_BINARY_DIR}/pmindex.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/pmindex.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# The license travels with every installed copy.
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/pmindex)

@@ -42,6 +42,7 @@ package_stage() {
   echo "-- find_package: install the Release build, build examples/ against it"
   cmake --install build --prefix "$tmp/static" >/dev/null
   test -f "$tmp/static/include/pmindex/index.h"
+  test -f "$tmp/static/share/doc/pmindex/LICENSE"
   run_installed_example "$tmp/static" "$tmp/ex-static"
 
   echo "-- pkg-config: compile examples/example.cc with pmindex.pc"
