@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,24 @@ std::string EscapeBytes(std::string_view bytes);
 // The key for --from: all digits (fitting 64 bits) = IntKey, otherwise the bytes with \xHH
 // and \\ escapes decoded. False on a malformed escape.
 bool ParseKeyArgument(std::string_view text, std::string* key);
+// FormatKey and FormatValue undone. int: a decimal (IntKey, IntValue); string: the bytes,
+// escapes decoded; auto: a decimal if the text is one, else the bytes (auto's printing
+// escapes the first byte of a string that would read as a decimal, so auto reads back
+// exactly what it printed). False on a malformed escape, or a non-decimal in int format.
+bool ParseKeyText(std::string_view text, BytesFormat format, std::string* key);
+bool ParseValueText(std::string_view text, BytesFormat format, std::string* value);
+
+// Called every `every` pairs loaded, with the count so far (a long load's progress).
+struct LoadProgress {
+  uint64_t every = 1000000;
+  std::function<void(uint64_t)> fn;
+};
+// Reads "key value" lines, as DumpIndex prints them, and upserts each pair, in order; blank
+// lines and lines starting with '#' are skipped. *loaded counts the pairs written.
+// InvalidArgument naming the line on a malformed line; an index error names its line too
+// (the pairs before it are written).
+Status LoadPairs(Index& index, std::FILE* in, BytesFormat key_format, BytesFormat value_format,
+                 const LoadProgress& progress, uint64_t* loaded);
 
 // Prints up to `count` pairs with key >= from (all when count is 0) in key order; *printed
 // says how many. An unordered index prints its pairs in its own order (Index::for_each) and

@@ -28,6 +28,7 @@ void AddDumpCommand(CLI::App& app, CommandSet& commands);
 void AddListCommand(CLI::App& app, CommandSet& commands);
 void AddCrashtestCommand(CLI::App& app, CommandSet& commands);  // cmd_crashtest.cc
 void AddCheckCommand(CLI::App& app, CommandSet& commands);      // cmd_check.cc
+void AddKvCommands(CLI::App& app, CommandSet& commands);        // cmd_kv.cc: get, put, delete, load
 
 }  // namespace pmindex::tools
 

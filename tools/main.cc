@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   AddListCommand(app, commands);
   AddCrashtestCommand(app, commands);
   AddCheckCommand(app, commands);
+  AddKvCommands(app, commands);
 
   try {
     app.parse(argc, argv);

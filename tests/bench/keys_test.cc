@@ -105,6 +105,30 @@ TEST(DumpFormatTest, KeysAndValuesPrintAsTwoFields) {
   EXPECT_FALSE(ParseKeyArgument("bad\\q", &key));
 }
 
+TEST(DumpFormatTest, AutoTextReadsBackAsTheBytesItCameFrom) {
+  // A byte string that would read as a decimal has its first byte escaped.
+  EXPECT_EQ(FormatKey("12345", BytesFormat::kAuto), "\\x312345");
+  EXPECT_EQ(FormatKey("12345", BytesFormat::kString), "12345");
+  EXPECT_EQ(FormatValue("7", BytesFormat::kAuto), "\\x37");
+  const std::vector<std::string> keys = {"12345", "", "a b", std::string(IntKey(9).view()),
+                                         "abcdefgh", "\\", std::string("\0\xff", 2)};
+  for (const std::string& k : keys) {
+    std::string back;
+    ASSERT_TRUE(ParseKeyText(FormatKey(k, BytesFormat::kAuto), BytesFormat::kAuto, &back)) << k;
+    EXPECT_EQ(back, k);
+    ASSERT_TRUE(ParseValueText(FormatValue(k, BytesFormat::kAuto), BytesFormat::kAuto, &back));
+    EXPECT_EQ(back, k);
+    ASSERT_TRUE(ParseKeyText(FormatKey(k, BytesFormat::kString), BytesFormat::kString, &back));
+    EXPECT_EQ(back, k);
+  }
+  std::string v;
+  ASSERT_TRUE(ParseValueText("77", BytesFormat::kInt, &v));
+  EXPECT_EQ(v, std::string(IntValue(77)));
+  EXPECT_FALSE(ParseValueText("x77", BytesFormat::kInt, &v));
+  ASSERT_TRUE(ParseValueText("77", BytesFormat::kString, &v));
+  EXPECT_EQ(v, "77");
+}
+
 TEST(WorkloadsTest, MixesSumToOneHundred) {
   for (const std::string& name : WorkloadNames()) {
     Workload w;
