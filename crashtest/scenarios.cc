@@ -399,7 +399,12 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
                  std::vector<Op>* ops) {
   ops->clear();
   const Scenario* scenario = FindScenario(name);
-  return scenario != nullptr && scenario->build(traits, seed, ops);
+  if (scenario == nullptr || !scenario->build(traits, seed, ops)) return false;
+  // As the random workload: an unordered index has no scan, so its scans become lookups.
+  for (Op& op : *ops) {
+    if (op.kind == OpKind::kScan && !traits.ordered) op.kind = OpKind::kLookup;
+  }
+  return true;
 }
 
 }  // namespace pmindex::crashtest

@@ -403,24 +403,25 @@ class DirectoryWatch : public PersistHook {
   uint64_t violations_ = 0;
 };
 
-uint64_t DirectoryViolations(const char* mutant) {
+// The mutant selected, if any, must be selected before the index is made.
+uint64_t DirectoryViolations() {
   TempDir dir;
-  pm::set_mutant(mutant);
   auto index = CreateCceh(dir.file("pool"));
   const auto* root = reinterpret_cast<const hash::cceh::Root*>(index->pool()->root_area());
   DirectoryWatch watch(*index, &root->dir);
   index->pool()->persist_context().set_hook(&watch);
   for (uint64_t k = 0; k < 400; ++k) EXPECT_TRUE(index->insert(K(k), V(k)).ok());
   index->pool()->persist_context().set_hook(nullptr);
-  pm::set_mutant("");
   EXPECT_GE(index->global_depth(), 4u);
   return watch.violations();
 }
 
 TEST(CcehVisibilityTest, ReadersSeeOnlyPersistedDirectory) {
-  EXPECT_EQ(DirectoryViolations(""), 0u);
+  EXPECT_EQ(DirectoryViolations(), 0u);
   if (!pm::kMutantsCompiled) return;
-  EXPECT_GT(DirectoryViolations("cceh.publish_dir_before_persist"), 0u);
+  ASSERT_TRUE(pm::set_mutant("cceh.publish_dir_before_persist"));
+  EXPECT_GT(DirectoryViolations(), 0u);
+  pm::set_mutant("");
 }
 
 // At every fence of an update and of an insert, a reader on another thread looks the key up:
@@ -454,9 +455,8 @@ class ReaderAtFences : public PersistHook {
   uint64_t early_ = 0;
 };
 
-uint64_t EarlyReads(const char* mutant) {
+uint64_t EarlyReads() {
   TempDir dir;
-  pm::set_mutant(mutant);
   auto index = CreateCceh(dir.file("pool"));
   EXPECT_TRUE(index->insert(K(7), V(1)).ok());
   uint64_t early = 0;
@@ -474,14 +474,15 @@ uint64_t EarlyReads(const char* mutant) {
     index->pool()->persist_context().set_hook(nullptr);
     early += readers.finish();
   }
-  pm::set_mutant("");
   return early;
 }
 
 TEST(CcehVisibilityTest, ReadersSeeOnlyPersistedValues) {
-  EXPECT_EQ(EarlyReads(""), 0u);
+  EXPECT_EQ(EarlyReads(), 0u);
   if (!pm::kMutantsCompiled) return;
-  EXPECT_GT(EarlyReads("cceh.unlock_before_persist"), 0u);
+  ASSERT_TRUE(pm::set_mutant("cceh.unlock_before_persist"));
+  EXPECT_GT(EarlyReads(), 0u);
+  pm::set_mutant("");
 }
 
 }  // namespace
