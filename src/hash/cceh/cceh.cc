@@ -144,6 +144,7 @@ Segment* CcehIndex::lock_segment(uint64_t h, uint64_t* held) {
 }
 
 void CcehIndex::commit_and_unlock(Segment* s, uint64_t held, const void* p, size_t n) {
+  assert(Load(s->header.lock) == held);  // the caller holds s, as it locked it
   if (pm::mutant("cceh.unlock_before_persist")) {
     unlock(s, held);  // readers may now return a write that is not durable yet
     pc_->persist(p, n);

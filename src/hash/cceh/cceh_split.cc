@@ -46,6 +46,7 @@ uint64_t CcehIndex::build_split(const Segment* s, uint64_t block, uint32_t depth
 
 // Splits locked, full segment s. OutOfSpace leaves everything as it was.
 Status CcehIndex::split(Segment* s) {
+  assert(VersionLock::Held(Load(s->header.lock), lock_gen_));  // the caller holds s
   const uint64_t shape = Load(s->header.shape);
   const uint32_t d = ShapeDepth(shape);
   const uint64_t p = ShapePattern(shape);
