@@ -284,6 +284,22 @@ bool RoartUnlink(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops)
   return true;
 }
 
+// Grows a hash table from one small segment: inserts split segments and double the
+// directory several times; updates, removes and re-inserts in between touch pairs that
+// splits moved (and stale copies left behind), before and after each split.
+bool CcehSplitDoubling(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  const uint64_t n = 160;
+  for (uint64_t i = 1; i <= n; ++i) {
+    const uint64_t k = pm::Mix64(seed * 1000 + i);
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(i)));
+    if (i % 9 == 0) ops->push_back(Make(OpKind::kUpdate, IK(pm::Mix64(seed * 1000 + i / 2)), IV(n + i)));
+    if (i % 13 == 0) ops->push_back(Make(OpKind::kRemove, IK(pm::Mix64(seed * 1000 + i / 3))));
+    if (i % 26 == 0) ops->push_back(Make(OpKind::kUpsert, IK(pm::Mix64(seed * 1000 + i / 3)), IV(2 * n + i)));
+  }
+  ops->push_back(Make(OpKind::kLookup, IK(pm::Mix64(seed * 1000 + 1))));
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& Scenarios() {
@@ -357,6 +373,11 @@ const std::vector<Scenario>& Scenarios() {
        "ROART removes that leave a leaf array or a chain of nodes without keys unlink the "
        "highest of them with one store (readers and scans never meet an empty one)",
        false, &RoartUnlink},
+      {"cceh-split-doubling",
+       "CCEH's segment split and directory doubling: the old segment's local depth updated "
+       "before the directory entries were durable, and a doubling switched to a directory "
+       "that was not yet persisted, lost the moved keys",
+       false, &CcehSplitDoubling},
   };
   return *s;
 }
@@ -378,7 +399,12 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
                  std::vector<Op>* ops) {
   ops->clear();
   const Scenario* scenario = FindScenario(name);
-  return scenario != nullptr && scenario->build(traits, seed, ops);
+  if (scenario == nullptr || !scenario->build(traits, seed, ops)) return false;
+  // As the random workload: an unordered index has no scan, so its scans become lookups.
+  for (Op& op : *ops) {
+    if (op.kind == OpKind::kScan && !traits.ordered) op.kind = OpKind::kLookup;
+  }
+  return true;
 }
 
 }  // namespace pmindex::crashtest

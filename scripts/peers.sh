@@ -10,7 +10,7 @@
 #                                               shuffled id order, tools/peers/driver.h)
 #   scripts/peers.sh summary PEERS [RESULTS]    medians and per-round ratios of a results dir
 #
-# PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart.
+# PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart, CCEH.
 # OUT is $PEERS_OUT, default PEERS/out. The peers are copied into OUT/src and changed there by the sed
 # scripts in tools/peers/sed/; PEERS itself is never written.
 #
@@ -38,7 +38,7 @@ die() {
 
 need_peers() {
   local d
-  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart; do
+  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart CCEH; do
     [[ -d $PEERS/$d ]] || die "$PEERS/$d is missing (fetch the peers' sources first)"
   done
   # P-ART uses TBB's containers; ICPP-RNTree includes <numa.h>.
@@ -154,6 +154,21 @@ build_part() {
   done
 }
 
+build_cceh() {
+  fresh_copy CCEH
+  local src=$OUT/src/CCEH
+  apply_sed cceh.sed 'clflush %0|"mfence"|ReadTSC\(\) <' "$src/util/persist.h"
+  local mode flags
+  for mode in adr eadr; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    # Their CCEH_MSB.cpp is compiled inside the driver (one unit: util/persist.h defines
+    # globals); -DINPLACE selects the in-place split, as their Makefile's CCEH_MSB.o.
+    $CXX -std=c++20 $OPT $flags -DINPLACE -w -include "$TOOLS/peer_persist.h" -I"$src" -I"$REPO" \
+      -I"$REPO/src" "$TOOLS/cceh_drv.cc" "$OUT/obj/generators.o" -o "$OUT/bin/cceh_$mode" -pthread
+  done
+}
+
 build_libart() {
   fresh_copy libart
   local src=$OUT/src/libart/src
@@ -171,6 +186,7 @@ cmd_build_peers() {
   build_fastfair
   build_part
   build_libart
+  build_cceh
 }
 
 cmd_build() {
@@ -198,6 +214,7 @@ pairs() {
     echo "wort_$m|pmindex_drv wort $m"
     echo "woart_$m|pmindex_drv woart $m"
     echo "part_$m|pmindex_drv part $m"
+    echo "cceh_$m|pmindex_drv cceh $m"
   done
   echo "libart|pmindex_drv art volatile"
 }
