@@ -37,6 +37,10 @@ struct LiveState {
 
 Options PoolOptions(const CampaignOptions& o, bool read_only, PersistHook* hook = nullptr) {
   Options opts;
+  // A new pool gets the index's campaign parameters (small structures that the campaign's
+  // short workloads take through their splits and resizes).
+  if (const IndexRegistration* reg = FindIndex(o.index); reg != nullptr)
+    opts.index_params = reg->campaign_params;
   opts.persist_hook = hook;
   opts.pool_size = o.pool_size;
   opts.mode = PersistMode::kAdr;

@@ -31,6 +31,10 @@ struct alignas(64) ThreadSlot {
 
 Options KillPoolOptions(const CampaignOptions& o) {
   Options opts;
+  // A new pool gets the index's campaign parameters (small structures that the campaign's
+  // short workloads take through their splits and resizes).
+  if (const IndexRegistration* reg = FindIndex(o.index); reg != nullptr)
+    opts.index_params = reg->campaign_params;
   opts.pool_size = o.pool_size;
   opts.mode = PersistMode::kEadr;  // a process crash loses nothing the CPU has stored
   opts.huge_pages = false;

@@ -194,8 +194,13 @@ struct IndexRegistration {
   // place the index may use for its files (LMDB, RocksDB) or ignore.
   std::function<Result<std::unique_ptr<Index>>(const std::string& path, const Options& options)>
       make;
-  // Index parameters recorded in a new pool's header (at most kIndexParamsSize bytes).
+  // Index parameters recorded in a new pool's header (at most kIndexParamsSize bytes): the
+  // defaults, which Options::index_params replaces.
   std::string params;
+  // The parameters the crash campaign creates this index's pools with, where the defaults
+  // are sized for real use and the campaign's short workloads would not reach the changes
+  // it must crash (a hash index's splits, doublings and resizes). Empty: `params`.
+  std::string campaign_params;
   // The index's mutation points (names start with traits.name and a dot).
   std::vector<MutantInfo> mutants;
   // The crash campaign's named scenarios (crashtest/scenarios.h) this index takes part in,

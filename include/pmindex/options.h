@@ -74,6 +74,11 @@ struct Options {
   bool error_if_exists = false;
   // Size of a new pool in bytes (rounded up to 2 MiB). Default 1 GiB.
   uint64_t pool_size = 1ull << 30;
+  // Parameters of the index in a new pool, in the index's own syntax (its registration's
+  // `params`, which `pmindex list` shows, are the default and the syntax: a CCEH segment
+  // size, a hash table's first size). Recorded in the pool's header; opening reads them from
+  // there and ignores this. Default: empty, the index's defaults.
+  std::string index_params;
   // Persistence mode of this pool. Default: adr. On a page-granularity mapping of a file
   // system (an ordinary file on ext4/xfs, not DAX, not tmpfs), adr persists by msync of the
   // touched pages, since cache flushes do not reach a disk (Pool::durability() says what a

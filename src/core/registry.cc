@@ -176,7 +176,9 @@ Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::str
     // any point leaves no file at `path` (only a temporary one, removed by a later creator),
     // and of racing creators exactly one publishes; the others remove their own files.
     Result<std::unique_ptr<Pool>> pool =
-        Pool::CreateUnpublished(path, reg->traits.kind, reg->params, options);
+        Pool::CreateUnpublished(path, reg->traits.kind,
+                                options.index_params.empty() ? reg->params : options.index_params,
+                                options);
     if (!pool.ok()) return pool.status();
     index = reg->attach(std::move(pool).value(), /*fresh=*/true);
     if (index.ok()) {

@@ -76,6 +76,32 @@ TEST_P(ApiTest, ScanCheckedCountsAnOrderedRangeAndRefusesAnUnorderedOne) {
   }
 }
 
+// Options::index_params replaces the registration's default parameters in a new pool, and
+// an open reads them from the pool, whatever its options say.
+TEST_P(ApiTest, IndexParamsChooseANewPoolsParameters) {
+  const IndexRegistration* reg = FindIndex(GetParam());
+  if (reg->attach == nullptr || reg->campaign_params.empty())
+    GTEST_SKIP() << "no pool, or no parameters other than the defaults";
+  TempDir dir;
+  Options o = SmallOptions();
+  o.index_params = reg->campaign_params;
+  auto made = CreateIndex(GetParam(), dir.file("p"), o);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  auto recorded = [](Index& index) {
+    const std::string_view p = index.pool()->index_params();
+    return std::string(p.substr(0, p.find('\0')));
+  };
+  EXPECT_EQ(recorded(*made.value()), reg->campaign_params);
+  ASSERT_TRUE(made.value()->insert(KeyFor(reg->traits, 1), IntValue(1)).ok());
+  ASSERT_TRUE(made.value()->close().ok());
+  auto opened = OpenIndex(dir.file("p"), SmallOptions());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(recorded(*opened.value()), reg->campaign_params);
+  auto fresh = CreateIndex(GetParam(), dir.file("q"), SmallOptions());
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(recorded(*fresh.value()), reg->params);
+}
+
 TEST_P(ApiTest, KeysBeyondTheLimitsAreErrorsForReadsToo) {
   TempDir dir;
   auto made = CreateIndex(GetParam(), dir.file("p"), SmallOptions());

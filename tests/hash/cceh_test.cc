@@ -152,6 +152,7 @@ TEST(CcehTest, EveryEightByteKeyIsStorable) {
 
 TEST(CcehTest, GeometryFromParameters) {
   EXPECT_TRUE(hash::cceh::ParseGeometry(hash::cceh::kDefaultParams).ok());
+  EXPECT_TRUE(hash::cceh::ParseGeometry(hash::cceh::kCampaignParams).ok());
   auto g = hash::cceh::ParseGeometry("cceh segment_bytes=16384 probe=4");
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->buckets(), 255u);
@@ -163,7 +164,7 @@ TEST(CcehTest, GeometryFromParameters) {
 // a remove 1; a split persists the new segment, the directory entries and the old shape.
 TEST(CcehTest, FencesPerOperation) {
   TempDir dir;
-  auto index = CreateCceh(dir.file("pool"), hash::cceh::kDefaultParams);
+  auto index = CreateCceh(dir.file("pool"), hash::cceh::kCampaignParams);
   ASSERT_NE(index, nullptr);
   ASSERT_TRUE(index->insert(K(1), V(1)).ok());  // makes the table
   auto cost = [&](const std::function<void()>& op) {

@@ -318,6 +318,7 @@ IndexRegistration Registration() {
     return CcehIndex::Attach(std::move(pool), fresh);
   };
   r.params = kDefaultParams;
+  r.campaign_params = kCampaignParams;
   r.mutants = {
       {"cceh.shape_before_dir",
        "a split persists the old segment's new local depth and pattern before the directory "
