@@ -284,7 +284,7 @@ bool RoartUnlink(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops)
   return true;
 }
 
-// A hash table that starts small (P-CLHT: 2 buckets) grows by resizes that copy every chain:
+// A hash table that starts small (P-CLHT: 1 bucket) grows by resizes that copy every chain:
 // inserts until it has resized several times with overflow chains in the new tables, keys
 // removed and upserted between resizes (emptied slots refilled, copies of updated values),
 // key 0 and the largest key among them, and lookups after each round.
@@ -377,7 +377,7 @@ const std::vector<Scenario>& Scenarios() {
       {"pclht-resize",
        "P-CLHT's resize builds a table of twice the buckets and switches it in with one store; "
        "RECIPE's recursive flush of the new table followed the wrong next pointer, so the new "
-       "table's overflow chains were not durable at the switch: inserts from a 2-bucket table "
+       "table's overflow chains were not durable at the switch: inserts from a 1-bucket table "
        "through several resizes, with removes, upserts, updates, key 0 and the largest key",
        false, &HashResize},
       {"roart-unlink",

@@ -1,4 +1,4 @@
-// P-CLHT under concurrency (more threads than cores), from a 2-bucket table so that resizes
+// P-CLHT under concurrency (more threads than cores), from a 1-bucket table so that resizes
 // freeze and copy chains while writers wait and lock-free readers read on: writers on
 // disjoint keys against their own models, writers racing on shared keys, readers that must
 // always find keys that never change (across every resize) and never see a value that was
@@ -48,7 +48,7 @@ class PclhtConcurrentTest : public ::testing::Test {
 
 // Writers on disjoint keys (insert, update, remove, each checked against the writer's own
 // model) while readers look up stable keys (inserted before, never written again) and
-// random writer keys; the table grows from 2 buckets meanwhile. At the end the index is the
+// random writer keys; the table grows from 1 bucket meanwhile. At the end the index is the
 // union of the models.
 TEST_F(PclhtConcurrentTest, WritersAndLockFreeReadersThroughResizes) {
   constexpr int kWriters = 3, kReaders = 2;

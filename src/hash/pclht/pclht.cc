@@ -219,12 +219,14 @@ Result<Bucket*> PclhtIndex::lock_chain(uint64_t k, uint64_t* table_word) {
 
 PclhtIndex::Place PclhtIndex::locate(Bucket* first, uint64_t k) const {
   Place p;
-  for (Bucket* b = first; b != nullptr; b = b->next == 0 ? nullptr : at(b->next)) {
+  Bucket* prev = nullptr;
+  for (Bucket* b = first; b != nullptr; prev = b, b = b->next == 0 ? nullptr : at(b->next)) {
     for (int j = 0; j < kSlots; ++j) {
       const uint64_t key = b->key[j];
       if (key == k) {
         p.found = b;
         p.found_slot = j;
+        p.found_prev = prev;
         return p;
       }
       if (key == 0 && p.empty == nullptr) {
@@ -257,6 +259,18 @@ Status PclhtIndex::chain_overflow(Bucket* last, uint64_t k, uint64_t v) {
   pc_->persist(&last->next, 8);
   overflow_.fetch_add(1, std::memory_order_relaxed);  // under the chain lock: see resize()
   return Status::OK();
+}
+
+// An overflow bucket left without keys leaves its chain (the chain is locked, its removes
+// durable): one store of the previous bucket's `next`, persisted. Readers inside it go on
+// through its own `next`, which stays; the epoch frees it after them.
+void PclhtIndex::unlink_if_empty(Bucket* prev, Bucket* b) {
+  for (int j = 0; j < kSlots; ++j)
+    if (b->key[j] != 0) return;
+  StoreRelease(prev->next, b->next);  // commit
+  pc_->persist(&prev->next, 8);
+  overflow_.fetch_sub(1, std::memory_order_relaxed);
+  pool_->allocator().retire(off(b));
 }
 
 Status PclhtIndex::put(Op op, uint64_t k, uint64_t v) {
@@ -309,6 +323,7 @@ Status PclhtIndex::erase(uint64_t k) {
   if (p.found != nullptr) {
     StoreRelease(p.found->key[p.found_slot], uint64_t{0});  // commit
     if (!pm::mutant("pclht.skip_commit_persist")) pc_->persist(&p.found->key[p.found_slot], 8);
+    if (p.found_prev != nullptr) unlink_if_empty(p.found_prev, p.found);
   }
   unlock(first);
   return p.found != nullptr ? Status::OK() : Status::NotFound();

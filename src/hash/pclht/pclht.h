@@ -15,8 +15,11 @@
 //   insert into a full chain: a new overflow bucket holding the pair, persisted whole; then
 //     the previous bucket's `next` (commit), persisted. Before the link is durable the bucket
 //     is unreachable and the allocator rebuild frees it.
-//   update: the value (commit), persisted. remove: key 0 (commit), persisted. Overflow
-//     buckets are never unlinked (as in CLHT); a resize leaves empty ones behind.
+//   update: the value (commit), persisted. remove: key 0 (commit), persisted; a remove
+//     that empties an overflow bucket then unlinks it: the previous bucket's `next` takes
+//     the bucket's own (one store, persisted), and the bucket is retired through the epoch
+//     (CLHT leaves empty buckets to the next resize; here a full pool gets room back from
+//     removes). A crash before the unlink is durable leaves an empty bucket linked.
 //   resize (CLHT-LB-RES, by one thread at a time under resize_mu_): a table of twice the
 //     buckets is allocated; each old chain is frozen (its lock taken and marked obsolete, so
 //     writers wait) and copied into the new table; the new table and every overflow bucket
@@ -63,14 +66,14 @@ using pm::VersionLock;
 
 // The table a new index starts with unless its pool's parameters say otherwise: small, so
 // that the crash campaign's short workloads resize several times.
-inline constexpr uint32_t kDefaultInitialLog2 = 1;  // 2 buckets
+inline constexpr uint32_t kDefaultInitialLog2 = 0;  // 1 bucket
 inline constexpr uint32_t kMaxLog2 = 40;
 
 class PclhtIndex final : public Index {
  public:
   static IndexTraits Traits();
   // Index parameters: "initial_buckets=N" (N a power of two, 1..2^20) anywhere in them sets
-  // the first table's size; default 2.
+  // the first table's size; default 1.
   static std::string Params(uint64_t initial_buckets);
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
   ~PclhtIndex() override { close().IgnoreError(); }
@@ -102,6 +105,7 @@ class PclhtIndex final : public Index {
   struct Place {
     Bucket* found = nullptr;  // bucket holding the key, slot found_slot
     int found_slot = 0;
+    Bucket* found_prev = nullptr;  // the bucket before `found` in the chain (none: first)
     Bucket* empty = nullptr;  // first empty slot of the chain, slot empty_slot
     int empty_slot = 0;
     Bucket* last = nullptr;   // the chain's last bucket
@@ -132,6 +136,7 @@ class PclhtIndex final : public Index {
   Place locate(Bucket* first, uint64_t k) const;
   void store_pair(Bucket* b, int slot, uint64_t k, uint64_t v);
   Status chain_overflow(Bucket* last, uint64_t k, uint64_t v);
+  void unlink_if_empty(Bucket* prev, Bucket* b);
   Status put_zero(Op op, uint64_t v);
   Status erase_zero();
   Status create_table();
