@@ -405,7 +405,13 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
                  std::vector<Op>* ops) {
   ops->clear();
   const Scenario* scenario = FindScenario(name);
-  return scenario != nullptr && scenario->build(traits, seed, ops);
+  if (scenario == nullptr || !scenario->build(traits, seed, ops)) return false;
+  if (!traits.ordered) {  // as OpGenerator: an unordered index is read by lookups
+    for (Op& op : *ops) {
+      if (op.kind == OpKind::kScan) op.kind = OpKind::kLookup;
+    }
+  }
+  return true;
 }
 
 }  // namespace pmindex::crashtest
