@@ -81,6 +81,7 @@ Result<std::unique_ptr<Index>> PclhtIndex::Attach(std::unique_ptr<Pool> pool, bo
 
 Status PclhtIndex::close() {
   if (pool_ == nullptr) return Status::OK();
+  pool_->allocator().epoch().Drain(this);  // retired tables: their DRAM lists, their blocks
   Status s = pool_->Close();
   pool_.reset();
   return s;

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "hash/pclht/bucket.h"
+#include "pm/epoch.h"
 #include "pm/persist.h"
 #include "pm/version_lock.h"
 #include "pmindex/index.h"
@@ -69,7 +70,7 @@ using pm::VersionLock;
 inline constexpr uint32_t kDefaultInitialLog2 = 0;  // 1 bucket
 inline constexpr uint32_t kMaxLog2 = 40;
 
-class PclhtIndex final : public Index {
+class PclhtIndex final : public Index, private pm::Reclaimer {
  public:
   static IndexTraits Traits();
   // Index parameters: "initial_buckets=N" (N a power of two, 1..2^20) anywhere in them sets
@@ -149,6 +150,8 @@ class PclhtIndex final : public Index {
   bool copy_chain(Bucket* old_first, Bucket* table, uint32_t log2, std::vector<uint64_t>* made);
   void persist_table(Bucket* table, uint32_t log2, Bucket* old_table, uint32_t old_log2);
   void retire_table(uint64_t table_word);
+  // A retired table: its block at `offset`, its overflow buckets in `aux` (a vector).
+  void Reclaim(uint64_t offset, void* aux) override;
   void abort_resize(Bucket* old_table, uint64_t frozen, const std::vector<uint64_t>& made,
                     uint64_t new_off);
 

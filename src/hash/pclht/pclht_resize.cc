@@ -72,19 +72,25 @@ void PclhtIndex::persist_table(Bucket* table, uint32_t log2, Bucket* old_table,
   pc_->fence();
 }
 
-// Frees a switched-out table and its overflow buckets once no reader can be inside them.
+// Frees a switched-out table and its overflow buckets once no reader can be inside them:
+// one epoch item for them all (an item per bucket would run the epoch's collection, a fence
+// in every thread, every 64 buckets).
 void PclhtIndex::retire_table(uint64_t table_word) {
-  pm::Allocator& alloc = pool_->allocator();
   Bucket* table = at(TableOffset(table_word));
   const uint64_t n = uint64_t{1} << TableLog2(table_word);
+  auto* overflow = new std::vector<uint64_t>();
   for (uint64_t i = 0; i < n; ++i) {
-    for (uint64_t o = table[i].next; o != 0;) {
-      const uint64_t next = at(o)->next;
-      alloc.retire(o);
-      o = next;
-    }
+    for (uint64_t o = table[i].next; o != 0; o = at(o)->next) overflow->push_back(o);
   }
-  alloc.retire(TableOffset(table_word));
+  pool_->allocator().epoch().Retire(this, TableOffset(table_word), overflow);
+}
+
+void PclhtIndex::Reclaim(uint64_t offset, void* aux) {
+  auto* overflow = static_cast<std::vector<uint64_t>*>(aux);
+  pm::Allocator& alloc = pool_->allocator();
+  for (uint64_t o : *overflow) alloc.free(o);
+  alloc.free(offset);
+  delete overflow;
 }
 
 // OutOfSpace mid-copy: the old table stays the index. Unfreezes its first `frozen` chains
