@@ -276,6 +276,7 @@ void PclhtIndex::unlink_if_empty(Bucket* prev, Bucket* b) {
 
 Status PclhtIndex::put(Op op, uint64_t k, uint64_t v) {
   if (k == 0) return put_zero(op, v);
+  if (op == Op::kUpdate && LoadAcquire(root_->table) == 0) return Status::NotFound();
   for (;;) {
     uint64_t tw = 0;
     bool chained = false;
