@@ -403,7 +403,8 @@ class HoldWriterAtFence : public PersistHook {
 
 // True if a lookup of `key` returned while the insert that wrote it was held before the
 // fence that persists its key: a value a crash at that moment would lose.
-bool ReaderReturnsBeforePersist(Index& index, uint64_t key) {
+// It waits up to `patience` for the reader (a correct reader never returns meanwhile).
+bool ReaderReturnsBeforePersist(Index& index, uint64_t key, std::chrono::milliseconds patience) {
   HoldWriterAtFence hook(2);  // fence 1: the value's persist; fence 2: the key's
   index.pool()->persist_context().set_hook(&hook);
   std::thread writer([&] {
@@ -417,7 +418,9 @@ bool ReaderReturnsBeforePersist(Index& index, uint64_t key) {
     EXPECT_TRUE(index.lookup(K(key), &v).ok());  // the key is visible: found, once durable
     returned.store(true);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(Sanitized() ? 400 : 150));
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!returned.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const bool early = returned.load();
   hook.released_.store(true);
   writer.join();
@@ -431,10 +434,10 @@ TEST(PclhtTest, ReaderWaitsForTheWritersPersist) {
   auto index = CreateWith(dir.file("pool"), 64);
   ASSERT_NE(index, nullptr);
   ASSERT_TRUE(index->insert(K(1), V(1)).ok());  // the table exists: two fences per insert
-  EXPECT_FALSE(ReaderReturnsBeforePersist(*index, 42));
+  EXPECT_FALSE(ReaderReturnsBeforePersist(*index, 42, std::chrono::milliseconds(200)));
   if (!pm::kMutantsCompiled) return;
   ASSERT_TRUE(pm::set_mutant("pclht.reader_skips_persist_wait"));
-  const bool caught = ReaderReturnsBeforePersist(*index, 43);
+  const bool caught = ReaderReturnsBeforePersist(*index, 43, std::chrono::seconds(10));
   pm::set_mutant("");
   EXPECT_TRUE(caught) << "the mutant's reader returned only after the persist";
 }
