@@ -300,6 +300,27 @@ bool CcehSplitDoubling(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) 
   return true;
 }
 
+// A hash table that starts small (P-CLHT: 1 bucket) grows by resizes that copy every chain:
+// inserts until it has resized several times with overflow chains in the new tables, keys
+// removed and upserted between resizes (emptied slots refilled, copies of updated values),
+// key 0 and the largest key among them, and lookups after each round.
+bool HashResize(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  std::vector<uint64_t> keys = {0, UINT64_MAX};
+  for (uint64_t i = 1; i <= 70; ++i) {
+    keys.push_back(pm::Mix64(seed * 1000 + i) >> (i % 3 == 0 ? 40 : 0));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ops->push_back(Make(OpKind::kInsert, IK(keys[i]), IV(i)));
+    if (i % 9 == 4) ops->push_back(Make(OpKind::kRemove, IK(keys[i - 3])));
+    if (i % 9 == 7) ops->push_back(Make(OpKind::kUpsert, IK(keys[i - 1]), IV(1000 + i)));
+    if (i % 9 == 8) ops->push_back(Make(OpKind::kLookup, IK(keys[i - 7])));
+  }
+  for (size_t i = 0; i < keys.size(); i += 4) {
+    ops->push_back(Make(OpKind::kUpdate, IK(keys[i]), IV(2000 + i)));
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& Scenarios() {
@@ -369,6 +390,12 @@ const std::vector<Scenario>& Scenarios() {
        "ROART's minimally ordered split: the new node commits with one store, the old node's "
        "shorter prefix word follows unfenced and recovery repairs it (WORT's lazy repair)",
        false, &RoartPrefixSplit},
+      {"pclht-resize",
+       "P-CLHT's resize builds a table of twice the buckets and switches it in with one store; "
+       "RECIPE's recursive flush of the new table followed the wrong next pointer, so the new "
+       "table's overflow chains were not durable at the switch: inserts from a 1-bucket table "
+       "through several resizes, with removes, upserts, updates, key 0 and the largest key",
+       false, &HashResize},
       {"roart-unlink",
        "ROART removes that leave a leaf array or a chain of nodes without keys unlink the "
        "highest of them with one store (readers and scans never meet an empty one)",
@@ -400,9 +427,10 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
   ops->clear();
   const Scenario* scenario = FindScenario(name);
   if (scenario == nullptr || !scenario->build(traits, seed, ops)) return false;
-  // As the random workload: an unordered index has no scan, so its scans become lookups.
-  for (Op& op : *ops) {
-    if (op.kind == OpKind::kScan && !traits.ordered) op.kind = OpKind::kLookup;
+  if (!traits.ordered) {  // as OpGenerator: an unordered index is read by lookups
+    for (Op& op : *ops) {
+      if (op.kind == OpKind::kScan) op.kind = OpKind::kLookup;
+    }
   }
   return true;
 }

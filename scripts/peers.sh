@@ -169,6 +169,30 @@ build_cceh() {
   done
 }
 
+build_pclht() {
+  [[ -d $OUT/src/RECIPE ]] || fresh_copy RECIPE
+  local src=$OUT/src/RECIPE/P-CLHT
+  apply_sed pclht.sed 'xsaveopt|"sfence"|read_tsc\(\) <' "$src/src/clht_lb_res.c"
+  local mode flags
+  for mode in adr eadr; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    # -DCLWB selects the clwb branch of clflush, which the sed script routes to
+    # PEERS_FLUSH_LINE.
+    $CC -std=gnu11 $OPT $flags -DCLWB -DADD_PADDING -w -include "$TOOLS/peer_persist.h" \
+      -I"$src/include" -I"$src/external/include" -c "$src/src/clht_lb_res.c" \
+      -o "$OUT/obj/clht_lb_res_$mode.o"
+    $CC -std=gnu11 $OPT -DADD_PADDING -w -I"$src/include" -I"$src/external/include" \
+      -c "$src/src/clht_gc.c" -o "$OUT/obj/clht_gc_$mode.o"
+    $CC -std=gnu11 $OPT -w -I"$src/external/include" -c "$src/external/ssmem/src/ssmem.c" \
+      -o "$OUT/obj/ssmem_$mode.o"
+    $CXX -std=c++20 $OPT $flags -DADD_PADDING -w -I"$src/include" -I"$src/external/include" \
+      -I"$REPO" -I"$REPO/src" "$TOOLS/pclht_drv.cc" "$OUT/obj/clht_lb_res_$mode.o" \
+      "$OUT/obj/clht_gc_$mode.o" "$OUT/obj/ssmem_$mode.o" "$OUT/obj/generators.o" \
+      -o "$OUT/bin/pclht_$mode" -lm -pthread
+  done
+}
+
 build_libart() {
   fresh_copy libart
   local src=$OUT/src/libart/src
@@ -185,6 +209,7 @@ cmd_build_peers() {
   build_wort
   build_fastfair
   build_part
+  build_pclht
   build_libart
   build_cceh
 }
@@ -215,6 +240,7 @@ pairs() {
     echo "woart_$m|pmindex_drv woart $m"
     echo "part_$m|pmindex_drv part $m"
     echo "cceh_$m|pmindex_drv cceh $m"
+    echo "pclht_$m|pmindex_drv pclht $m"
   done
   echo "libart|pmindex_drv art volatile"
 }

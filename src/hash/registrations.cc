@@ -1,11 +1,17 @@
-// Every hash index of the library, for the registry: one line per index (each has its folder
-// under src/hash/; src/hash/common/ holds what they share).
+// Every hash index of the library, for the registry: one line per index (each has its
+// folder under src/hash/, src/hash/common/ holds what they share).
 #include "hash/registrations.h"
 
 #include "hash/cceh/cceh.h"
+#include "hash/pclht/pclht.h"
 
 namespace pmindex::hash {
 
-std::vector<IndexRegistration> Registrations() { return {cceh::Registration()}; }
+std::vector<IndexRegistration> Registrations() {
+  return {
+      cceh::Registration(),   // cceh/cceh.h
+      pclht::Registration(),  // pclht/pclht.h
+  };
+}
 
 }  // namespace pmindex::hash
