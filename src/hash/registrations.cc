@@ -1,9 +1,15 @@
-// Every hash index of the library, for the registry: one line per index (none yet; each gets
-// its folder under src/hash/, src/hash/common/ holds what they share).
+// Every hash index of the library, for the registry: one line per index (each has its
+// folder under src/hash/, src/hash/common/ holds what they share).
 #include "hash/registrations.h"
+
+#include "hash/dash/dash.h"
 
 namespace pmindex::hash {
 
-std::vector<IndexRegistration> Registrations() { return {}; }
+std::vector<IndexRegistration> Registrations() {
+  return {
+      dash::Registration(),  // dash/dash.h
+  };
+}
 
 }  // namespace pmindex::hash
