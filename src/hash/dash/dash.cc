@@ -47,9 +47,10 @@ DashTable::DashTable(std::unique_ptr<Pool> pool)
 Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   auto* root = reinterpret_cast<DashRoot*>(pool->root_area());
   const uint64_t kind = static_cast<uint32_t>(kDashKind);
-  // A pool without the magic holds no reachable block (the directory is made at the first
-  // insert, after the magic): initialize it, whatever a crash left carved.
-  if (fresh || root->magic == 0) {
+  // The magic is persisted before the first block is allocated (the directory is made at
+  // the first insert): a pool without it is new only if nothing was ever carved.
+  const bool never_written = root->magic == 0 && pool->allocator().carved_chunks() == 0;
+  if (fresh || never_written) {
     const DashGeometry g = pool->size() <= kSmallPoolBytes ? kSmallGeometry : kLargeGeometry;
     root->kind = kind;
     root->directory = 0;
@@ -149,6 +150,9 @@ int DashTable::probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t
   return 0;
 }
 
+// A key found in a bucket whose version validates is the answer: a split clears the keys it
+// moves from S before it unlocks S's buckets. Only "absent" needs the segment's pattern,
+// which tells it from "moved by a split" (its header is one more cache line to read).
 int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const {
   const uint64_t seg = segment_for(kh);
   if (seg == 0) return 0;
@@ -158,11 +162,6 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   const Bucket* b0 = bucket(seg, b);
   uint64_t v0 = 0;
   VersionLock::ReadBegin(&b0->lock, gen_, &v0, wait);
-  const uint64_t dp = Ld(hdr(seg)->depth_pattern);
-  if (kh.Pattern(DepthOf(dp)) != PatternOf(dp)) {  // a split moved the key's range away
-    if (!VersionLock::ReadValidate(&b0->lock, v0, wait)) return -1;
-    return segment_for(kh) == seg ? -2 : -1;  // the directory still names seg: damage
-  }
   int i = probe(b0, key, fp);
   if (i >= 0) {
     *value = Ld(b0->slot[i].value);
@@ -172,16 +171,20 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   uint64_t v1 = 0;
   VersionLock::ReadBegin(&b1->lock, gen_, &v1, wait);
   i = probe(b1, key, fp);
-  int found = 0;
+  int found;
   if (i >= 0) {
     *value = Ld(b1->slot[i].value);
     found = 1;
   } else {
     found = probe_stash(seg, b, kh, key, value);
   }
+  const uint64_t dp = found == 0 ? Ld(hdr(seg)->depth_pattern) : 0;
   if (!VersionLock::ReadValidate(&b1->lock, v1, wait) ||
       !VersionLock::ReadValidate(&b0->lock, v0, wait)) {
     return -1;
+  }
+  if (found == 0 && kh.Pattern(DepthOf(dp)) != PatternOf(dp)) {  // a split moved the range
+    return segment_for(kh) == seg ? -2 : -1;  // the directory still names seg: damage
   }
   return found;
 }
@@ -255,6 +258,7 @@ IndexRegistration Registration() {
       {"dash.stash_meta_after_commit",
        "a stash insert persists its overflow entry after the stash slot's alloc bit"},
   };
+  r.crash_scenarios = {"dash-segment-split"};
   return r;
 }
 
