@@ -1,4 +1,4 @@
-// Dash-EH (Lu, Hao, Wang, Levandoski, "Dash: Scalable Hashing on Persistent Memory", VLDB
+// Dash-EH (Lu, Hao, Wang, Lo, "Dash: Scalable Hashing on Persistent Memory", VLDB
 // 2020): extendible hashing over segments of 256-byte buckets with fingerprints, balanced
 // insert, displacement and stash buckets, optimistic bucket locks. Layouts: layout.h.
 //

@@ -1,4 +1,4 @@
-// Dash's persistent layouts (Lu, Hao, Wang, Levandoski, "Dash: Scalable Hashing on Persistent
+// Dash's persistent layouts (Lu, Hao, Wang, Lo, "Dash: Scalable Hashing on Persistent
 // Memory", VLDB 2020): the 256-byte bucket, the segment header, the directory and the root
 // words, and the hash bits every path derives from a key.
 //
