@@ -94,12 +94,42 @@ uint64_t DashTable::segment_for(const KeyHash& kh) const {
 
 // ---- reads -------------------------------------------------------------------------------
 
-int DashTable::probe(const Bucket* b, uint64_t key, uint8_t fp) const {
-  uint32_t bm = Ld(b->bitmap) & kAllocMask;
-  while (bm != 0) {
+namespace {
+#ifndef PMINDEX_TSAN
+// Bit i set where byte i of x is zero (exact: no borrow crosses bytes).
+inline uint32_t ZeroBytes(uint64_t x) {
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
+  const uint64_t high = ~(((x & kLow7) + kLow7) | x | kLow7);  // 0x80 in each zero byte
+  return static_cast<uint32_t>(((high >> 7) * 0x0102040810204080ull) >> 56);
+}
+#endif
+
+// Slots of b whose alloc bit is set and whose fingerprint is fp. Without TSan: the metadata's
+// words 1-3 (bitmap and fp[0..1], fp[2..9], fp[10..13]) compared 8 bytes at a time.
+inline uint32_t Candidates(const Bucket* b, uint8_t fp) {
+#ifndef PMINDEX_TSAN
+  using Word = uint64_t __attribute__((may_alias));
+  const Word* w = reinterpret_cast<const Word*>(b);
+  const uint64_t pattern = 0x0101010101010101ull * fp;
+  const uint64_t w1 = Ld(w[1]);
+  const uint32_t match = (ZeroBytes(w1 ^ pattern) >> 6) | (ZeroBytes(Ld(w[2]) ^ pattern) << 2) |
+                         ((ZeroBytes(Ld(w[3]) ^ pattern) & 0xF) << 10);
+  return match & static_cast<uint32_t>(w1) & kAllocMask;
+#else  // byte loads: the writers' stores are bytes and words (TSan checks sizes)
+  uint32_t match = 0;
+  for (uint32_t bm = Ld(b->bitmap) & kAllocMask; bm != 0; bm &= bm - 1) {
     const int i = __builtin_ctz(bm);
-    bm &= bm - 1;
-    if (Ld(b->fp[i]) == fp && Ld(b->slot[i].key) == key) return i;
+    if (Ld(b->fp[i]) == fp) match |= 1u << i;
+  }
+  return match;
+#endif
+}
+}  // namespace
+
+int DashTable::probe(const Bucket* b, uint64_t key, uint8_t fp) const {
+  for (uint32_t m = Candidates(b, fp); m != 0; m &= m - 1) {
+    const int i = __builtin_ctz(m);
+    if (Ld(b->slot[i].key) == key) return i;
   }
   return -1;
 }
@@ -160,6 +190,11 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   const uint32_t b = kh.Home(geo_.normal);
   const uint8_t fp = kh.Fp();
   const Bucket* b0 = bucket(seg, b);
+  const Bucket* b1 = bucket(seg, next(b));
+  // The pair lines of b and the metadata line of b+1 are fetched while b's metadata arrives.
+  for (int line = 1; line < 4; ++line)
+    __builtin_prefetch(reinterpret_cast<const char*>(b0) + 64 * line);
+  __builtin_prefetch(b1);
   uint64_t v0 = 0;
   VersionLock::ReadBegin(&b0->lock, gen_, &v0, wait);
   int i = probe(b0, key, fp);
@@ -167,7 +202,6 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
     *value = Ld(b0->slot[i].value);
     return VersionLock::ReadValidate(&b0->lock, v0, wait) ? 1 : -1;
   }
-  const Bucket* b1 = bucket(seg, next(b));
   uint64_t v1 = 0;
   VersionLock::ReadBegin(&b1->lock, gen_, &v1, wait);
   i = probe(b1, key, fp);
