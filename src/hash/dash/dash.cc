@@ -89,7 +89,7 @@ uint64_t DashTable::segment_for(const KeyHash& kh) const {
   const uint64_t d = LdAcq(root_->directory);
   if (d == 0) return 0;
   const Directory* dir = dir_at(d);
-  return Ld(dir->seg[kh.DirIndex(static_cast<uint32_t>(Ld(dir->depth)))]);
+  return LdAcq(dir->seg[kh.DirIndex(static_cast<uint32_t>(Ld(dir->depth)))]);
 }
 
 // ---- reads -------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ Status DashTable::for_each(ScanCallback fn) {
   const uint32_t g = static_cast<uint32_t>(Ld(dir->depth));
   std::vector<Slot> pairs;
   for (uint64_t i = 0; i < (uint64_t{1} << g);) {
-    const uint64_t seg = Ld(dir->seg[i]);
+    const uint64_t seg = LdAcq(dir->seg[i]);
     const uint64_t dp = Ld(hdr(seg)->depth_pattern);
     const uint32_t d = std::min(DepthOf(dp), g);
     pairs.clear();

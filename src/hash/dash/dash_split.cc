@@ -118,7 +118,7 @@ void DashTable::point_directory(Directory* dir, uint32_t depth, uint64_t pattern
   const uint32_t g = static_cast<uint32_t>(Ld(dir->depth));
   const uint64_t first = pattern << (g - depth);
   const uint64_t count = uint64_t{1} << (g - depth);
-  for (uint64_t i = 0; i < count; ++i) St(dir->seg[first + i], target);
+  for (uint64_t i = 0; i < count; ++i) StRel(dir->seg[first + i], target);  // publishes N
   pc_->persist(&dir->seg[first], count * 8);
 }
 
