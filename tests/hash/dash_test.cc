@@ -265,7 +265,8 @@ TEST(DashCrashTest, SplitsAndDoublingsAtEveryFence) {
 // and takes its slot (2). A crash at each fence leaves the moved key exactly once.
 TEST(DashCrashTest, DisplacementAtEveryFence) {
   std::vector<Step> setup;
-  for (uint64_t k : KeysWithHome(1, 4, kSmallGeometry.normal, 1)) setup.push_back({Step::kInsert, k, k});
+  for (uint64_t k : KeysWithHome(1, 4, kSmallGeometry.normal, 1))
+    setup.push_back({Step::kInsert, k, k});
   const std::vector<uint64_t> zero = KeysWithHome(0, 7, kSmallGeometry.normal, 1);
   for (size_t i = 0; i < 6; ++i) setup.push_back({Step::kInsert, zero[i], zero[i]});
   const uint64_t fences =
