@@ -147,6 +147,27 @@ TEST(DashRecoveryTest, ReopenKeepsEveryKeyAndLeaksNothing) {
   ASSERT_NO_FATAL_FAILURE(c.check_all());
 }
 
+// The persistence cost the paper's commit implies: an insert into a bucket 2 fences (pair,
+// then alloc bit), an update and a remove 1.
+TEST(DashModelTest, FencesPerOperation) {
+  TempDir dir;
+  auto idx = CreateIndex("dash", dir.file("pool"), LargePool());
+  ASSERT_TRUE(idx.ok());
+  Index& index = *idx.value();
+  ASSERT_TRUE(index.insert(K(1), V(1)).ok());  // makes the first segment and the directory
+  pm::PersistContext& pc = index.pool()->persist_context();
+  auto fences = [&](const std::function<Status()>& op) {
+    const uint64_t before = pc.thread_counters().fences;
+    EXPECT_TRUE(op().ok());
+    return pc.thread_counters().fences - before;
+  };
+  for (uint64_t k = 2; k < 200; ++k) {
+    EXPECT_EQ(fences([&] { return index.insert(K(k), V(k)); }), 2u) << k;
+    EXPECT_EQ(fences([&] { return index.update(K(k), V(k + 1)); }), 1u) << k;
+  }
+  for (uint64_t k = 2; k < 200; ++k) EXPECT_EQ(fences([&] { return index.remove(K(k)); }), 1u);
+}
+
 // ---- crash images ------------------------------------------------------------------------
 
 struct Step {
