@@ -4,6 +4,7 @@
 
 #include "hash/cceh/cceh.h"
 #include "hash/pclht/pclht.h"
+#include "hash/dash/dash.h"
 
 namespace pmindex::hash {
 
@@ -11,6 +12,7 @@ std::vector<IndexRegistration> Registrations() {
   return {
       cceh::Registration(),   // cceh/cceh.h
       pclht::Registration(),  // pclht/pclht.h
+      dash::Registration(),  // dash/dash.h
   };
 }
 

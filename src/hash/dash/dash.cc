@@ -1,0 +1,299 @@
+// Dash: attach, the read path and the registration. The crash argument of every path is in
+// dash.h; writes are in dash_insert.cc, splits in dash_split.cc, recovery and checks in
+// dash_maint.cc.
+#include "hash/dash/dash.h"
+
+#include <cassert>
+
+#include "pm/alloc.h"
+#include "pm/mutant.h"
+#include "pm/version_lock.h"
+
+namespace pmindex::hash::dash {
+
+using pm::VersionLock;
+
+IndexTraits DashTable::Traits() {
+  IndexTraits t;
+  t.name = "dash";
+  t.kind = kDashKind;
+  t.persistent = true;
+  t.ordered = false;
+  t.byte_keys = false;
+  t.max_key_size = 8;
+  t.max_value_size = 8;
+  t.concurrency =
+      "concurrent: writers lock a key's two buckets (optimistic version locks), readers take "
+      "no lock and validate; splits serialized";
+  t.durability = "every acknowledged operation survives power failure (ADR)";
+  t.description = "Dash-EH: extendible hashing, fingerprinted 256 B buckets, stash, displacement";
+  return t;
+}
+
+const IndexTraits& DashTable::traits() const {
+  static const IndexTraits traits = Traits();
+  return traits;
+}
+
+DashTable::DashTable(std::unique_ptr<Pool> pool)
+    : pool_(std::move(pool)),
+      pc_(&pool_->persist_context()),
+      base_(pool_->base()),
+      root_(reinterpret_cast<DashRoot*>(pool_->root_area())),
+      gen_(static_cast<uint32_t>(pool_->generation())),
+      geo_(DashGeometry::Decode(root_->geometry)),
+      slot_mask_((1u << geo_.slots) - 1) {}
+
+Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, bool fresh) {
+  auto* root = reinterpret_cast<DashRoot*>(pool->root_area());
+  const uint64_t kind = static_cast<uint32_t>(kDashKind);
+  // The magic is persisted before the first block is allocated (the directory is made at
+  // the first insert): a pool without it is new only if nothing was ever carved.
+  const bool never_written = root->magic == 0 && pool->allocator().carved_chunks() == 0;
+  if (fresh || never_written) {
+    const DashGeometry g = pool->size() <= kSmallPoolBytes ? kSmallGeometry : kLargeGeometry;
+    root->kind = kind;
+    root->directory = 0;
+    root->geometry = g.Encode();
+    pm::PersistContext& pc = pool->persist_context();
+    pc.persist(root, sizeof(*root));
+    root->magic = kDashMagic;  // commit: 8-byte store after the rest is durable
+    pc.persist(&root->magic, 8);
+  } else if (root->magic != kDashMagic || root->kind != kind ||
+             !DashGeometry::Decode(root->geometry).Valid()) {
+    return Status::Corruption(pool->path() + ": root area is not a dash table");
+  }
+  return std::unique_ptr<Index>(new DashTable(std::move(pool)));
+}
+
+Status DashTable::close() {
+  if (pool_ == nullptr) return Status::OK();
+  Status s = pool_->Close();
+  pool_.reset();
+  return s;
+}
+
+Status DashTable::check(std::string_view key, std::string_view value, bool has_value) const {
+  if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
+  if (key.size() != 8) return Status::InvalidArgument("dash keys are 8 bytes");
+  if (has_value && value.size() != 8) return Status::InvalidArgument("dash values are 8 bytes");
+  return Status::OK();
+}
+
+uint32_t DashTable::global_depth() const {
+  const uint64_t d = LdAcq(root_->directory);
+  return d == 0 ? 0 : static_cast<uint32_t>(Ld(dir_at(d)->depth));
+}
+
+uint64_t DashTable::segment_for(const KeyHash& kh) const {
+  const uint64_t d = LdAcq(root_->directory);
+  if (d == 0) return 0;
+  const Directory* dir = dir_at(d);
+  return LdAcq(dir->seg[kh.DirIndex(static_cast<uint32_t>(Ld(dir->depth)))]);
+}
+
+// ---- reads -------------------------------------------------------------------------------
+
+namespace {
+#ifndef PMINDEX_TSAN
+// Bit i set where byte i of x is zero (exact: no borrow crosses bytes).
+inline uint32_t ZeroBytes(uint64_t x) {
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
+  const uint64_t high = ~(((x & kLow7) + kLow7) | x | kLow7);  // 0x80 in each zero byte
+  return static_cast<uint32_t>(((high >> 7) * 0x0102040810204080ull) >> 56);
+}
+#endif
+
+// Slots of b whose alloc bit is set and whose fingerprint is fp. Without TSan: the metadata's
+// words 1-3 (bitmap and fp[0..1], fp[2..9], fp[10..13]) compared 8 bytes at a time.
+inline uint32_t Candidates(const Bucket* b, uint8_t fp) {
+#ifndef PMINDEX_TSAN
+  using Word = uint64_t __attribute__((may_alias));
+  const Word* w = reinterpret_cast<const Word*>(b);
+  const uint64_t pattern = 0x0101010101010101ull * fp;
+  const uint64_t w1 = Ld(w[1]);
+  const uint32_t match = (ZeroBytes(w1 ^ pattern) >> 6) | (ZeroBytes(Ld(w[2]) ^ pattern) << 2) |
+                         ((ZeroBytes(Ld(w[3]) ^ pattern) & 0xF) << 10);
+  return match & static_cast<uint32_t>(w1) & kAllocMask;
+#else  // byte loads: the writers' stores are bytes and words (TSan checks sizes)
+  uint32_t match = 0;
+  for (uint32_t bm = Ld(b->bitmap) & kAllocMask; bm != 0; bm &= bm - 1) {
+    const int i = __builtin_ctz(bm);
+    if (Ld(b->fp[i]) == fp) match |= 1u << i;
+  }
+  return match;
+#endif
+}
+}  // namespace
+
+int DashTable::probe(const Bucket* b, uint64_t key, uint8_t fp) const {
+  for (uint32_t m = Candidates(b, fp); m != 0; m &= m - 1) {
+    const int i = __builtin_ctz(m);
+    if (Ld(b->slot[i].key) == key) return i;
+  }
+  return -1;
+}
+
+namespace {
+// The stash buckets that overflow entries of `b` point to for fingerprint fp; `member`: the
+// entries of keys homed at the previous bucket.
+uint32_t OverflowTargets(const Bucket* b, uint8_t fp, bool member) {
+  const uint32_t valid = (Ld(b->bitmap) >> kOverflowShift) & 0xF;
+  if (valid == 0) return 0;
+  const uint32_t mem = Ld(b->ovf_member);
+  const uint32_t stash = Ld(b->ovf_stash);
+  uint32_t targets = 0;
+  for (uint32_t e = 0; e < kOverflowFps; ++e) {
+    if (((valid >> e) & 1) && ((mem >> e) & 1) == member && Ld(b->ovf_fp[e]) == fp)
+      targets |= 1u << ((stash >> (2 * e)) & 3);
+  }
+  return targets;
+}
+}  // namespace
+
+uint32_t DashTable::stash_targets(uint64_t seg, uint32_t b, uint8_t fp) const {
+  if (Ld(hdr(seg)->ovf_count[b]) != 0) return (1u << geo_.stash) - 1;
+  return (OverflowTargets(bucket(seg, b), fp, false) |
+          OverflowTargets(bucket(seg, next(b)), fp, true)) &
+         ((1u << geo_.stash) - 1);
+}
+
+int DashTable::probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
+                           uint64_t* value) const {
+  const uint8_t fp = kh.Fp();
+  uint32_t targets = stash_targets(seg, b, fp);
+  const bool wait = !pm::mutant("dash.reader_ignores_lock");
+  while (targets != 0) {
+    const uint32_t s = static_cast<uint32_t>(__builtin_ctz(targets));
+    targets &= targets - 1;
+    const Bucket* sb = bucket(seg, geo_.normal + s);
+    uint64_t v = 0;
+    VersionLock::ReadBegin(&sb->lock, gen_, &v, wait);
+    const int i = probe(sb, key, fp);
+    const uint64_t got = i >= 0 ? Ld(sb->slot[i].value) : 0;
+    if (!VersionLock::ReadValidate(&sb->lock, v, wait)) return -1;
+    if (i >= 0) {
+      *value = got;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// A key found in a bucket whose version validates is the answer: a split clears the keys it
+// moves from S before it unlocks S's buckets. Only "absent" needs the segment's pattern,
+// which tells it from "moved by a split" (its header is one more cache line to read).
+int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const {
+  const uint64_t seg = segment_for(kh);
+  if (seg == 0) return 0;
+  const bool wait = !pm::mutant("dash.reader_ignores_lock");
+  const uint32_t b = kh.Home(geo_.normal);
+  const uint8_t fp = kh.Fp();
+  const Bucket* b0 = bucket(seg, b);
+  const Bucket* b1 = bucket(seg, next(b));
+  // The pair lines of b and the metadata line of b+1 are fetched while b's metadata arrives.
+  for (int line = 1; line < 4; ++line)
+    __builtin_prefetch(reinterpret_cast<const char*>(b0) + 64 * line);
+  __builtin_prefetch(b1);
+  uint64_t v0 = 0;
+  VersionLock::ReadBegin(&b0->lock, gen_, &v0, wait);
+  int i = probe(b0, key, fp);
+  if (i >= 0) {
+    *value = Ld(b0->slot[i].value);
+    return VersionLock::ReadValidate(&b0->lock, v0, wait) ? 1 : -1;
+  }
+  uint64_t v1 = 0;
+  VersionLock::ReadBegin(&b1->lock, gen_, &v1, wait);
+  i = probe(b1, key, fp);
+  int found;
+  if (i >= 0) {
+    *value = Ld(b1->slot[i].value);
+    found = 1;
+  } else {
+    found = probe_stash(seg, b, kh, key, value);
+  }
+  const uint64_t dp = found == 0 ? Ld(hdr(seg)->depth_pattern) : 0;
+  if (!VersionLock::ReadValidate(&b1->lock, v1, wait) ||
+      !VersionLock::ReadValidate(&b0->lock, v0, wait)) {
+    return -1;
+  }
+  if (found == 0 && kh.Pattern(DepthOf(dp)) != PatternOf(dp)) {  // a split moved the range
+    return segment_for(kh) == seg ? -2 : -1;  // the directory still names seg: damage
+  }
+  return found;
+}
+
+Status DashTable::lookup(std::string_view key, std::string* value) {
+  if (Status s = check(key, {}, false); !s.ok()) return s;
+  const uint64_t k = IntKey::Decode(key);
+  const KeyHash kh(k);
+  uint64_t v = 0;
+  int r;
+  {
+    auto guard = pool_->allocator().epoch_guard();
+    while ((r = try_lookup(kh, k, &v)) == -1) {
+    }
+  }
+  if (r == -2) return Status::Corruption("dash: directory names a segment without the key's range");
+  if (r == 0) return Status::NotFound();
+  if (value != nullptr) value->assign(IntValue(v));
+  return Status::OK();
+}
+
+Status DashTable::insert(std::string_view key, std::string_view value) {
+  if (Status s = check(key, value, true); !s.ok()) return s;
+  return put(Op::kInsert, IntKey::Decode(key), IntValue::Decode(value));
+}
+
+Status DashTable::update(std::string_view key, std::string_view value) {
+  if (Status s = check(key, value, true); !s.ok()) return s;
+  return put(Op::kUpdate, IntKey::Decode(key), IntValue::Decode(value));
+}
+
+Status DashTable::upsert(std::string_view key, std::string_view value) {
+  if (Status s = check(key, value, true); !s.ok()) return s;
+  return put(Op::kUpsert, IntKey::Decode(key), IntValue::Decode(value));
+}
+
+Status DashTable::remove(std::string_view key) {
+  if (Status s = check(key, {}, false); !s.ok()) return s;
+  return erase(IntKey::Decode(key));
+}
+
+IndexRegistration Registration() {
+  IndexRegistration r;
+  r.traits = DashTable::Traits();
+  r.attach = [](std::unique_ptr<Pool> pool, bool fresh) {
+    return DashTable::Attach(std::move(pool), fresh);
+  };
+  r.params = "bucket=256,slots=14,segment=60+3 (pools <= 32 MiB: 4+2, 4 slots used)";
+  r.mutants = {
+      {"dash.meta_before_kv",
+       "an insert sets the alloc bit in the same fence interval as the pair: the bit can be "
+       "durable before the key and value"},
+      {"dash.unlock_before_persist",
+       "an insert releases its bucket locks before its alloc bit is persisted: a reader can "
+       "return a pair that a crash then loses",
+       "", "DashReaderTest.NoReaderSeesAnInsertBeforeItsCommitIsDurable"},
+      {"dash.reader_ignores_lock",
+       "readers do not wait for a bucket's writer: they can return a pair whose commit is not "
+       "yet durable",
+       "", "DashReaderTest.NoReaderSeesAnInsertBeforeItsCommitIsDurable"},
+      {"dash.depth_before_directory",
+       "a split persists the old segment's new local depth before the directory entries that "
+       "name the new segment"},
+      {"dash.segment_after_directory",
+       "a split names the new segment in the directory before the segment is persisted"},
+      {"dash.displace_without_record",
+       "a displacement writes no move record: a crash between its two commits leaves the key "
+       "twice"},
+      {"dash.displace_clear_first",
+       "a displacement clears the key's old slot before the new slot is committed"},
+      {"dash.stash_meta_after_commit",
+       "a stash insert persists its overflow entry after the stash slot's alloc bit"},
+  };
+  r.crash_scenarios = {"dash-segment-split"};
+  return r;
+}
+
+}  // namespace pmindex::hash::dash

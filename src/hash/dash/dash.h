@@ -1,0 +1,186 @@
+// Dash-EH (Lu, Hao, Wang, Lo, "Dash: Scalable Hashing on Persistent Memory", VLDB
+// 2020): extendible hashing over segments of 256-byte buckets with fingerprints, balanced
+// insert, displacement and stash buckets, optimistic bucket locks. Layouts: layout.h.
+//
+// A key (8-byte integer, hashed with pm::Mix64) lives in its home bucket b or the probing
+// bucket b+1 of the segment the directory names for its hash's top bits, or in one of the
+// segment's stash buckets. Insert puts it in the less full of b and b+1; when both are full
+// it displaces a key of b+1 homed there to b+2, or a key of b homed at b-1 back to b-1; then
+// the stash, recorded by an overflow fingerprint in b (or b+1) or counted in b's overflow
+// counter; when the stash is full too, the segment splits (and the directory doubles first
+// when the segment's local depth is the global depth).
+//
+// Commit of an insert (two fences): key, value and fingerprint persisted (the fingerprint
+// of a slot whose alloc bit is clear means nothing), then the alloc and member bits, one
+// 8-byte word, persisted, under the bucket lock. A stash insert persists its overflow entry
+// (or counter) with the pair, before its alloc bit. Update: one 8-byte value store,
+// persisted. Remove: the alloc bit cleared, persisted (a stash key's overflow entry after
+// it: a stale entry only costs a stash probe).
+//
+// Displacement of a key from bucket X slot i to bucket Y slot j (one per segment at a time,
+// under the header's move lock): the move record (X, i, Y, j) persisted, the key committed
+// in Y as an insert, X's alloc bit cleared. A crash leaves the key in X, in Y, or in both;
+// recovery finds "both" through the record (both slots valid with one key) and clears X.
+//
+// Split of segment S (depth d, pattern p; all its buckets locked, splits serialized by one
+// mutex): [directory doubled: a new directory of 2^(G+1) entries persisted, the root word
+// switched, the old one retired through the epoch]; (A) a new segment N (depth d+1, pattern
+// 2p+1) holding, slot for slot, the keys of S whose hash bit 63-d is 1, persisted whole;
+// (C) the directory entries of N's half of S's range set to N, persisted: N is reachable;
+// (E) those keys cleared from S and S's overflow metadata rebuilt, persisted; (D) S's depth
+// and pattern (d+1, 2p), one word, persisted. A crash before C leaves N unreachable (freed
+// by the allocator rebuild); between C and D, S's range holds entries naming a segment of
+// depth d+1 and pattern 2p+1: recovery redoes C, E and D (each idempotent). D before C
+// would leave S at depth d+1 named by entries of the other half, which no recovery can
+// tell from damage (the dash.depth_before_directory mutant).
+//
+// Recovery (recover(), at open): one walk of the directory that finishes an interrupted
+// split (at most one: splits are serialized) and, for each segment, an interrupted
+// displacement. No bucket is scanned and nothing is allocated; bucket locks need no repair
+// (pool generation). Dash's lazy per-segment recovery is not done: this walk is O(segments)
+// and the allocator rebuild walks the same segments anyway (doc/dash.md has the times).
+//
+// Concurrency: writers lock b and b+1 (lower index first), then stash buckets in order;
+// displacement targets and the move lock are taken with TryLock (no waiting, no deadlock);
+// a split holds the split mutex and then every bucket lock of S. Readers take no lock: they
+// read a bucket between VersionLock::ReadBegin (waiting while a writer holds it: a writer
+// unlocks only after its commit is durable, so a reader never returns a pair that is not)
+// and ReadValidate, and check that the segment's pattern still covers the key (else a split
+// moved it: retry from the directory). Directories are freed through the pool's epoch; every
+// operation holds a guard. Segments are never freed (no merge, as in Dash).
+//
+// for_each under concurrent writers: every pair that is present throughout the iteration
+// is reported exactly once, unless a displacement or a split moves it during the iteration
+// (then it may be reported twice or not at all).
+#ifndef PMINDEX_HASH_DASH_DASH_H_
+#define PMINDEX_HASH_DASH_DASH_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "hash/dash/layout.h"
+#include "pm/persist.h"
+#include "pmindex/index.h"
+
+namespace pmindex::hash::dash {
+
+class DashTable final : public Index {
+ public:
+  static IndexTraits Traits();
+  static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
+  ~DashTable() override { close().IgnoreError(); }
+
+  const IndexTraits& traits() const override;
+  Status insert(std::string_view key, std::string_view value) override;
+  Status update(std::string_view key, std::string_view value) override;
+  Status upsert(std::string_view key, std::string_view value) override;
+  Status remove(std::string_view key) override;
+  Status lookup(std::string_view key, std::string* value) override;
+  size_t scan(std::string_view, size_t, ScanCallback) override { return 0; }  // unordered
+  Status for_each(ScanCallback fn) override;
+  Status verify() override;
+  IndexStats stats() override;
+  Status recover() override;
+  Status visit_blocks(BlockVisitor& visitor) override;
+  Pool* pool() override { return pool_.get(); }
+  Status close() override;
+
+  const DashGeometry& geometry() const { return geo_; }
+  uint32_t global_depth() const;
+
+ private:
+  enum class Op : uint8_t { kInsert, kUpdate, kUpsert };
+  struct Loc {  // where a key sits: bucket index in its segment (stash: >= normal), slot
+    uint32_t bucket;
+    uint32_t slot;
+  };
+  explicit DashTable(std::unique_ptr<Pool> pool);
+
+  SegmentHeader* hdr(uint64_t seg) const { return reinterpret_cast<SegmentHeader*>(base_ + seg); }
+  Bucket* bucket(uint64_t seg, uint32_t i) const {
+    return reinterpret_cast<Bucket*>(base_ + seg + kBucketBytes * (1 + i));
+  }
+  Directory* dir_at(uint64_t off) const { return reinterpret_cast<Directory*>(base_ + off); }
+  uint32_t next(uint32_t b) const { return b + 1 == geo_.normal ? 0 : b + 1; }
+  uint32_t prev(uint32_t b) const { return b == 0 ? geo_.normal - 1 : b - 1; }
+  Status check(std::string_view key, std::string_view value, bool has_value) const;
+  // The segment the directory names for h (0: empty table).
+  uint64_t segment_for(const KeyHash& kh) const;
+
+  // Reads (dash.cc).
+  // Searches one bucket for key; its slot or -1. Relaxed atomic loads only.
+  int probe(const Bucket* b, uint64_t key, uint8_t fp) const;
+  // The stash buckets that may hold a key of home b with fingerprint fp (a bit each).
+  uint32_t stash_targets(uint64_t seg, uint32_t b, uint8_t fp) const;
+  // Searches the stash of seg for key (under b's and b+1's read versions): 1 found, 0 not,
+  // -1 retry.
+  int probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
+                  uint64_t* value) const;
+  // 1 found, 0 absent, -1 retry (a writer changed what was read), -2 damaged.
+  int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
+
+  // Writes (dash.cc, dash_insert.cc).
+  Status put(Op op, uint64_t key, uint64_t value);
+  // One attempt under an epoch guard; *retry: read the directory again.
+  Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
+  Status erase(uint64_t key);
+  // Locks b and b+1 of the segment covering kh and checks its pattern; false: retry.
+  bool lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const;
+  void unlock_pair(uint64_t seg, uint32_t b) const;
+  // Under b's and b+1's locks: where key is, if present.
+  bool locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, Loc* loc) const;
+  // Under the locks: inserts a new key; false if the segment is full.
+  bool insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, uint64_t value);
+  // The commit of a pair into a free slot of a locked bucket (two fences).
+  void commit_slot(Bucket* bk, uint32_t slot, uint64_t key, uint64_t value, uint8_t fp,
+                   bool member);
+  bool displace(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, uint64_t value);
+  bool move_pair(uint64_t seg, uint32_t from, uint32_t from_slot, uint32_t to, bool to_member);
+  bool stash_insert(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, uint64_t value);
+  // Sets (removes) an overflow entry or counter for a stash key of home b; not persisted
+  // here: returns the address the caller flushes.
+  const void* add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash);
+  const void* remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash);
+  Status create_first();
+
+  // Splits (dash_split.cc).
+  Status split(uint64_t seg, uint64_t dp);
+  Result<uint64_t> double_directory(uint64_t dir_off);
+  void build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth, uint64_t pattern);
+  void point_directory(Directory* dir, uint32_t depth, uint64_t pattern, uint64_t target);
+  void remove_moved(uint64_t seg, uint32_t depth);
+  // Clears and rebuilds every overflow entry and counter of seg from its stash buckets.
+  void rebuild_overflow(uint64_t seg);
+  void lock_all(uint64_t seg) const;
+  void unlock_all(uint64_t seg) const;
+
+  // Maintenance (dash_maint.cc).
+  // Calls fn(segment, first entry) once per segment, in directory order; Corruption for a
+  // directory whose entries do not form one range per segment.
+  Status walk(FunctionRef<Status(uint64_t, uint64_t)> fn) const;
+  bool valid_segment(uint64_t off) const;
+  // The directory and its depth after checking they lie in the pool; *dir null: empty table.
+  Status load_directory(Directory** dir, uint32_t* depth) const;
+  Status finish_split(Directory* dir, uint32_t g, uint64_t i);
+  void finish_move(uint64_t seg);
+  // Verify (dash_verify.cc).
+  bool overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const;
+  Status verify_segment(uint64_t seg, uint64_t* keys) const;
+
+  std::unique_ptr<Pool> pool_;
+  pm::PersistContext* pc_;
+  char* base_;
+  DashRoot* root_;
+  uint32_t gen_;
+  DashGeometry geo_;
+  uint32_t slot_mask_;  // alloc bits of the slots in use
+  std::mutex split_mu_;  // splits, directory doubling, the first segment
+};
+
+IndexRegistration Registration();
+
+}  // namespace pmindex::hash::dash
+
+#endif  // PMINDEX_HASH_DASH_DASH_H_

@@ -1,0 +1,347 @@
+// Dash: the write paths (insert, update, upsert, remove, displacement, stash). Crash
+// arguments: dash.h; each persist below names the step it is.
+#include <cassert>
+
+#include "hash/dash/dash.h"
+#include "pm/alloc.h"
+#include "pm/mutant.h"
+#include "pm/version_lock.h"
+
+namespace pmindex::hash::dash {
+
+using pm::VersionLock;
+
+namespace {
+// dash.unlock_before_persist: the commit persist an insert postponed until after unlocking.
+thread_local const void* t_deferred_commit = nullptr;
+
+uint32_t ClearSlotBits(uint32_t bm, uint32_t slot) {
+  return bm & ~((1u << slot) | (1u << (kMemberShift + slot)));
+}
+}  // namespace
+
+bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const {
+  *seg = segment_for(kh);
+  *b = kh.Home(geo_.normal);
+  const uint32_t n = next(*b);
+  __builtin_prefetch(bucket(*seg, *b < n ? n : *b), 1);  // fetched while the first lock is taken
+  VersionLock::LockInline(&bucket(*seg, *b < n ? *b : n)->lock, gen_);
+  VersionLock::LockInline(&bucket(*seg, *b < n ? n : *b)->lock, gen_);
+  const uint64_t dp = Ld(hdr(*seg)->depth_pattern);
+  if (kh.Pattern(DepthOf(dp)) == PatternOf(dp)) [[likely]]
+    return true;
+  unlock_pair(*seg, *b);  // a split moved the key's range: read the directory again
+  return false;
+}
+
+void DashTable::unlock_pair(uint64_t seg, uint32_t b) const {
+  VersionLock::Unlock(&bucket(seg, b)->lock, gen_);
+  VersionLock::Unlock(&bucket(seg, next(b))->lock, gen_);
+}
+
+bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
+                       Loc* loc) const {
+  const uint8_t fp = kh.Fp();
+  int i = probe(bucket(seg, b), key, fp);
+  if (i >= 0) {
+    *loc = {b, static_cast<uint32_t>(i)};
+    return true;
+  }
+  i = probe(bucket(seg, next(b)), key, fp);
+  if (i >= 0) {
+    *loc = {next(b), static_cast<uint32_t>(i)};
+    return true;
+  }
+  // The stash keys of home b are inserted and removed only under b's lock (held): stable.
+  for (uint32_t targets = stash_targets(seg, b, fp); targets != 0; targets &= targets - 1) {
+    const uint32_t s = static_cast<uint32_t>(__builtin_ctz(targets));
+    i = probe(bucket(seg, geo_.normal + s), key, fp);
+    if (i >= 0) {
+      *loc = {geo_.normal + s, static_cast<uint32_t>(i)};
+      return true;
+    }
+  }
+  return false;
+}
+
+// Key, value and fingerprint persisted (the slot's alloc bit is clear: they mean nothing
+// yet), then the alloc and member bits, one word, persisted: the commit.
+void DashTable::commit_slot(Bucket* bk, uint32_t slot, uint64_t key, uint64_t value, uint8_t fp,
+                            bool member) {
+  St(bk->slot[slot].key, key);
+  St(bk->slot[slot].value, value);
+  St(bk->fp[slot], fp);
+  pc_->flush(&bk->slot[slot], sizeof(Slot));
+  pc_->flush(&bk->fp[slot], 1);
+  if (!pm::mutant("dash.meta_before_kv")) pc_->fence();
+  uint32_t bm = Ld(bk->bitmap) | (1u << slot);
+  bm = member ? bm | (1u << (kMemberShift + slot)) : bm & ~(1u << (kMemberShift + slot));
+  St(bk->bitmap, bm);
+  if (pm::mutant("dash.unlock_before_persist") && t_deferred_commit == nullptr) {
+    t_deferred_commit = &bk->bitmap;
+    return;
+  }
+  pc_->persist(&bk->bitmap, 4);  // commit
+}
+
+bool DashTable::insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
+                           uint64_t value) {
+  Bucket* b0 = bucket(seg, b);
+  Bucket* b1 = bucket(seg, next(b));
+  const uint32_t used0 = Ld(b0->bitmap) & slot_mask_;
+  const uint32_t used1 = Ld(b1->bitmap) & slot_mask_;
+  const uint32_t free0 = ~used0 & slot_mask_;
+  const uint32_t free1 = ~used1 & slot_mask_;
+  if (free0 != 0 || free1 != 0) {  // balanced insert: the less full of b and b+1
+    if (free0 != 0 && (free1 == 0 || __builtin_popcount(used0) <= __builtin_popcount(used1))) {
+      commit_slot(b0, __builtin_ctz(free0), key, value, kh.Fp(), false);
+    } else {
+      commit_slot(b1, __builtin_ctz(free1), key, value, kh.Fp(), true);
+    }
+    return true;
+  }
+  return displace(seg, b, kh, key, value) || stash_insert(seg, b, kh, key, value);
+}
+
+// Both b and b+1 are full: move a key of b+1 homed there to b+2, or a key of b homed at b-1
+// back to b-1, and take the slot it left. Targets are only tried (TryLock): no waiting.
+bool DashTable::displace(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
+                         uint64_t value) {
+  const uint32_t n = next(b);
+  Bucket* b1 = bucket(seg, n);
+  const uint32_t bm1 = Ld(b1->bitmap);
+  const uint32_t own1 = bm1 & slot_mask_ & ~(bm1 >> kMemberShift);
+  if (own1 != 0 && next(n) != b) {
+    const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(own1));
+    if (move_pair(seg, n, slot, next(n), true)) {
+      commit_slot(b1, slot, key, value, kh.Fp(), true);
+      return true;
+    }
+  }
+  Bucket* b0 = bucket(seg, b);
+  const uint32_t bm0 = Ld(b0->bitmap);
+  const uint32_t probing0 = bm0 & slot_mask_ & (bm0 >> kMemberShift);
+  if (probing0 != 0 && prev(b) != n) {
+    const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(probing0));
+    if (move_pair(seg, b, slot, prev(b), false)) {
+      commit_slot(b0, slot, key, value, kh.Fp(), false);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Moves the pair in (from, from_slot), whose bucket the caller holds locked, to a free slot
+// of `to`: record persisted, pair committed in `to`, old slot cleared. A crash leaves it in
+// one slot or both; finish_move() clears the old one of "both".
+bool DashTable::move_pair(uint64_t seg, uint32_t from, uint32_t from_slot, uint32_t to,
+                          bool to_member) {
+  Bucket* t = bucket(seg, to);
+  if (!VersionLock::TryLock(&t->lock, gen_)) return false;
+  const uint32_t free_to = ~Ld(t->bitmap) & slot_mask_;
+  SegmentHeader* h = hdr(seg);
+  if (free_to == 0 || !VersionLock::TryLock(&h->move_lock, gen_)) {
+    VersionLock::Unlock(&t->lock, gen_, false);
+    return false;
+  }
+  const uint32_t to_slot = static_cast<uint32_t>(__builtin_ctz(free_to));
+  Bucket* f = bucket(seg, from);
+  const uint64_t key = Ld(f->slot[from_slot].key);
+  const uint64_t value = Ld(f->slot[from_slot].value);
+  const uint8_t fp = Ld(f->fp[from_slot]);
+  if (!pm::mutant("dash.displace_without_record")) {
+    St(h->move_record, kMoveValid | (uint64_t{from} << 24) | (uint64_t{from_slot} << 16) |
+                           (uint64_t{to} << 8) | to_slot);
+    pc_->persist(&h->move_record, 8);  // the record: recovery can find a half-done move
+  }
+  const bool clear_first = pm::mutant("dash.displace_clear_first");
+  if (clear_first) {
+    St(f->bitmap, ClearSlotBits(Ld(f->bitmap), from_slot));
+    pc_->persist(&f->bitmap, 4);
+  }
+  commit_slot(t, to_slot, key, value, fp, to_member);  // the key is in both slots now
+  if (!clear_first) {
+    St(f->bitmap, ClearSlotBits(Ld(f->bitmap), from_slot));
+    pc_->persist(&f->bitmap, 4);  // the move is done
+  }
+  VersionLock::Unlock(&h->move_lock, gen_);
+  VersionLock::Unlock(&t->lock, gen_);
+  return true;
+}
+
+// Overflow entry of a stash key of home b: a free entry of b, else of b+1 (member), else
+// b's counter. Written, not persisted; returns the address to flush.
+const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
+  for (int member = 0; member < 2; ++member) {
+    Bucket* bk = bucket(seg, member ? next(b) : b);
+    const uint32_t bm = Ld(bk->bitmap);
+    const uint32_t free = ~(bm >> kOverflowShift) & 0xF;
+    if (free == 0) continue;
+    const uint32_t e = static_cast<uint32_t>(__builtin_ctz(free));
+    St(bk->ovf_fp[e], fp);
+    St(bk->ovf_stash, static_cast<uint8_t>((Ld(bk->ovf_stash) & ~(3u << (2 * e))) |
+                                           (stash << (2 * e))));
+    St(bk->ovf_member, static_cast<uint8_t>((Ld(bk->ovf_member) & ~(1u << e)) |
+                                            (uint32_t(member) << e)));
+    St(bk->bitmap, bm | (1u << (kOverflowShift + e)));
+    return &bk->bitmap;
+  }
+  uint8_t& count = hdr(seg)->ovf_count[b];
+  assert(Ld(count) < 255);  // at most stash x slots keys (56) are counted
+  St(count, static_cast<uint8_t>(Ld(count) + 1));
+  return &count;
+}
+
+// Removes the overflow entry (or count) of a stash key of home b; written, not persisted.
+const void* DashTable::remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
+  for (int member = 0; member < 2; ++member) {
+    Bucket* bk = bucket(seg, member ? next(b) : b);
+    const uint32_t bm = Ld(bk->bitmap);
+    const uint32_t mem = Ld(bk->ovf_member);
+    const uint32_t st = Ld(bk->ovf_stash);
+    for (uint32_t e = 0; e < kOverflowFps; ++e) {
+      if (((bm >> (kOverflowShift + e)) & 1) && ((mem >> e) & 1) == uint32_t(member) &&
+          Ld(bk->ovf_fp[e]) == fp && ((st >> (2 * e)) & 3) == stash) {
+        St(bk->bitmap, bm & ~(1u << (kOverflowShift + e)));
+        return &bk->bitmap;
+      }
+    }
+  }
+  uint8_t& count = hdr(seg)->ovf_count[b];
+  if (Ld(count) != 0) St(count, static_cast<uint8_t>(Ld(count) - 1));
+  return &count;
+}
+
+// The pair, its fingerprint and its overflow entry persisted (an entry without its key only
+// costs a probe), then the stash slot's alloc bit persisted: the commit.
+bool DashTable::stash_insert(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
+                             uint64_t value) {
+  const bool late_meta = pm::mutant("dash.stash_meta_after_commit");
+  for (uint32_t s = 0; s < geo_.stash; ++s) {
+    Bucket* sb = bucket(seg, geo_.normal + s);
+    VersionLock::Lock(&sb->lock, gen_);
+    const uint32_t free = ~Ld(sb->bitmap) & slot_mask_;
+    if (free == 0) {
+      VersionLock::Unlock(&sb->lock, gen_, false);
+      continue;
+    }
+    const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(free));
+    St(sb->slot[slot].key, key);
+    St(sb->slot[slot].value, value);
+    St(sb->fp[slot], kh.Fp());
+    pc_->flush(&sb->slot[slot], sizeof(Slot));
+    pc_->flush(&sb->fp[slot], 1);
+    if (!late_meta) pc_->flush(add_overflow(seg, b, kh.Fp(), s), 1);
+    pc_->fence();
+    St(sb->bitmap, Ld(sb->bitmap) | (1u << slot));
+    pc_->persist(&sb->bitmap, 4);  // commit
+    if (late_meta) pc_->persist(add_overflow(seg, b, kh.Fp(), s), 1);
+    VersionLock::Unlock(&sb->lock, gen_);
+    return true;
+  }
+  return false;
+}
+
+Status DashTable::create_first() {
+  std::lock_guard<std::mutex> lock(split_mu_);
+  if (Ld(root_->directory) != 0) return Status::OK();
+  pm::Allocator& a = pool_->allocator();
+  Result<uint64_t> seg = a.allocate(geo_.SegmentBytes(), true);
+  if (!seg.ok()) return seg.status();
+  Result<uint64_t> dir = a.allocate(DirectoryBytes(0), true);
+  if (!dir.ok()) {
+    a.free(*seg);
+    return dir.status();
+  }
+  pc_->flush(base_ + *seg, geo_.SegmentBytes());  // depth 0, pattern 0, every bucket empty
+  dir_at(*dir)->seg[0] = *seg;
+  pc_->persist(dir_at(*dir), DirectoryBytes(0));
+  StRel(root_->directory, *dir);  // commit: before it, both blocks are unreachable
+  pc_->persist(&root_->directory, 8);
+  return Status::OK();
+}
+
+// One attempt under a guard; kRetry: read the directory again.
+Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
+  const KeyHash kh(key);
+  auto guard = pool_->allocator().epoch_guard();
+  *retry = true;
+  if (LdAcq(root_->directory) == 0) {
+    if (op == Op::kUpdate) {
+      *retry = false;
+      return Status::NotFound();
+    }
+    return create_first();
+  }
+  uint64_t seg;
+  uint32_t b;
+  if (!lock_pair(kh, &seg, &b)) return Status::OK();
+  *retry = false;
+  Loc loc;
+  Status s;
+  if (locate(seg, b, kh, key, &loc)) {
+    if (op == Op::kInsert) {
+      s = Status::AlreadyExists();
+    } else {
+      Slot& sl = bucket(seg, loc.bucket)->slot[loc.slot];
+      St(sl.value, value);
+      pc_->persist(&sl.value, 8);  // commit: one 8-byte store
+    }
+  } else if (op == Op::kUpdate) {
+    s = Status::NotFound();
+  } else if (!insert_new(seg, b, kh, key, value)) {
+    const uint64_t dp = Ld(hdr(seg)->depth_pattern);
+    unlock_pair(seg, b);
+    *retry = true;
+    return split(seg, dp);
+  }
+  unlock_pair(seg, b);
+  if (t_deferred_commit != nullptr) {  // dash.unlock_before_persist
+    pc_->persist(t_deferred_commit, 4);
+    t_deferred_commit = nullptr;
+  }
+  return s;
+}
+
+Status DashTable::put(Op op, uint64_t key, uint64_t value) {
+  for (;;) {
+    bool retry;
+    Status s = put_once(op, key, value, &retry);
+    if (s.IsOutOfSpace()) {
+      // Retired directories may be held back by this thread's guard: none is open here.
+      if (!pool_->allocator().reclaim_now()) return s;
+      continue;
+    }
+    if (!retry || !s.ok()) return s;
+  }
+}
+
+Status DashTable::erase(uint64_t key) {
+  const KeyHash kh(key);
+  auto guard = pool_->allocator().epoch_guard();
+  if (LdAcq(root_->directory) == 0) return Status::NotFound();
+  uint64_t seg;
+  uint32_t b;
+  while (!lock_pair(kh, &seg, &b)) {
+  }
+  Loc loc;
+  if (!locate(seg, b, kh, key, &loc)) {
+    unlock_pair(seg, b);
+    return Status::NotFound();
+  }
+  Bucket* bk = bucket(seg, loc.bucket);
+  if (loc.bucket < geo_.normal) {
+    St(bk->bitmap, ClearSlotBits(Ld(bk->bitmap), loc.slot));
+    pc_->persist(&bk->bitmap, 4);  // commit
+  } else {
+    VersionLock::Lock(&bk->lock, gen_);  // other homes' inserts share the stash bucket
+    St(bk->bitmap, ClearSlotBits(Ld(bk->bitmap), loc.slot));
+    pc_->persist(&bk->bitmap, 4);  // commit; the overflow entry after it is only a hint
+    VersionLock::Unlock(&bk->lock, gen_);
+    pc_->persist(remove_overflow(seg, b, kh.Fp(), loc.bucket - geo_.normal), 1);
+  }
+  unlock_pair(seg, b);
+  return Status::OK();
+}
+
+}  // namespace pmindex::hash::dash

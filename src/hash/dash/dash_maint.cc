@@ -1,0 +1,192 @@
+// Dash: recovery, verify, the block visitor, stats and the full iteration.
+#include <algorithm>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "hash/dash/dash.h"
+#include "pm/alloc.h"
+#include "pm/version_lock.h"
+
+namespace pmindex::hash::dash {
+
+using pm::VersionLock;
+
+namespace {
+Status Damaged(const std::string& what) { return Status::Corruption("dash: " + what); }
+}  // namespace
+
+bool DashTable::valid_segment(uint64_t off) const {
+  return off != 0 && off % kBucketBytes == 0 && off + geo_.SegmentBytes() <= pool_->size();
+}
+
+Status DashTable::load_directory(Directory** dir, uint32_t* depth) const {
+  const uint64_t off = Ld(root_->directory);
+  *dir = nullptr;
+  if (off == 0) return Status::OK();
+  if (off % 64 != 0 || off + 64 > pool_->size()) return Damaged("directory offset out of pool");
+  Directory* d = dir_at(off);
+  const uint64_t g = Ld(d->depth);
+  if (g > 30 || off + DirectoryBytes(static_cast<uint32_t>(g)) > pool_->size())
+    return Damaged("directory depth " + std::to_string(g));
+  *dir = d;
+  *depth = static_cast<uint32_t>(g);
+  return Status::OK();
+}
+
+// A segment's range must start at entry i and be filled by it. Between a split's C and D
+// (crash argument in dash.h) the upper half of the range may name the new segment instead:
+// redo C, E and D. Anything else is damage.
+Status DashTable::finish_split(Directory* dir, uint32_t g, uint64_t i) {
+  const uint64_t seg = Ld(dir->seg[i]);
+  if (!valid_segment(seg)) return Damaged("entry " + std::to_string(i) + " names no segment");
+  SegmentHeader* s = hdr(seg);
+  const uint64_t dp = Ld(s->depth_pattern);
+  const uint32_t d = DepthOf(dp);
+  const uint64_t p = PatternOf(dp);
+  if (d > g || (i >> (g - d)) != p || (i & ((uint64_t{1} << (g - d)) - 1)) != 0)
+    return Damaged("entry " + std::to_string(i) + " names a segment of another range");
+  const uint64_t span = uint64_t{1} << (g - d);
+  for (uint64_t j = i + 1; j < i + span; ++j) {
+    const uint64_t other = Ld(dir->seg[j]);
+    if (other == seg) continue;
+    if (j < i + span / 2 || !valid_segment(other) ||
+        Ld(hdr(other)->depth_pattern) != DepthPattern(d + 1, 2 * p + 1)) {
+      return Damaged("entry " + std::to_string(j) + " names a segment of another range");
+    }
+    point_directory(dir, d + 1, 2 * p + 1, other);  // C
+    remove_moved(seg, d);                            // E
+    St(s->depth_pattern, DepthPattern(d + 1, 2 * p));
+    pc_->persist(&s->depth_pattern, 8);              // D
+    return Status::OK();
+  }
+  return Status::OK();
+}
+
+// The move record names two slots that both hold its key: the crash came between the
+// move's two commits. The old slot is cleared (the new one is committed and durable).
+void DashTable::finish_move(uint64_t seg) {
+  const uint64_t rec = Ld(hdr(seg)->move_record);
+  if ((rec & kMoveValid) == 0) return;
+  const uint32_t from = (rec >> 24) & 0xFF, from_slot = (rec >> 16) & 0xFF;
+  const uint32_t to = (rec >> 8) & 0xFF, to_slot = rec & 0xFF;
+  if (from >= geo_.normal || to >= geo_.normal || from_slot >= geo_.slots ||
+      to_slot >= geo_.slots) {
+    return;
+  }
+  Bucket* f = bucket(seg, from);
+  const Bucket* t = bucket(seg, to);
+  if (((Ld(f->bitmap) >> from_slot) & 1) && ((Ld(t->bitmap) >> to_slot) & 1) &&
+      Ld(f->slot[from_slot].key) == Ld(t->slot[to_slot].key)) {
+    St(f->bitmap, Ld(f->bitmap) & ~((1u << from_slot) | (1u << (kMemberShift + from_slot))));
+    pc_->persist(&f->bitmap, 4);
+  }
+}
+
+Status DashTable::recover() {
+  Directory* dir;
+  uint32_t g;
+  if (Status s = load_directory(&dir, &g); !s.ok() || dir == nullptr) return s;
+  for (uint64_t i = 0; i < (uint64_t{1} << g);) {
+    if (Status s = finish_split(dir, g, i); !s.ok()) return s;
+    const uint64_t seg = Ld(dir->seg[i]);
+    finish_move(seg);
+    i += uint64_t{1} << (g - DepthOf(Ld(hdr(seg)->depth_pattern)));
+  }
+  return Status::OK();
+}
+
+Status DashTable::walk(FunctionRef<Status(uint64_t, uint64_t)> fn) const {
+  Directory* dir;
+  uint32_t g;
+  if (Status s = load_directory(&dir, &g); !s.ok() || dir == nullptr) return s;
+  for (uint64_t i = 0; i < (uint64_t{1} << g);) {
+    const uint64_t seg = Ld(dir->seg[i]);
+    if (!valid_segment(seg)) return Damaged("entry " + std::to_string(i) + " names no segment");
+    const uint64_t dp = Ld(hdr(seg)->depth_pattern);
+    const uint32_t d = DepthOf(dp);
+    if (d > g || (i >> (g - d)) != PatternOf(dp))
+      return Damaged("entry " + std::to_string(i) + " names a segment of another range");
+    const uint64_t span = uint64_t{1} << (g - d);
+    for (uint64_t j = i + 1; j < i + span; ++j) {
+      if (Ld(dir->seg[j]) != seg)
+        return Damaged("entry " + std::to_string(j) + " names a segment of another range");
+    }
+    if (Status s = fn(seg, i); !s.ok()) return s;
+    i += span;
+  }
+  return Status::OK();
+}
+
+Status DashTable::visit_blocks(BlockVisitor& visitor) {
+  if (pool_ == nullptr) return Status::OK();
+  const uint64_t dir = Ld(root_->directory);
+  if (dir == 0) return Status::OK();
+  if (Status s = visitor.visit(dir); !s.ok()) return s;
+  return walk([&](uint64_t seg, uint64_t) { return visitor.visit(seg); });
+}
+
+IndexStats DashTable::stats() {
+  IndexStats st;
+  if (pool_ == nullptr) return st;
+  auto guard = pool_->allocator().epoch_guard();
+  const uint64_t dir = LdAcq(root_->directory);
+  if (dir == 0) return st;
+  const pm::Allocator& a = pool_->allocator();
+  st.pm_bytes = a.block_size(dir);
+  uint64_t segments = 0, stash_keys = 0;
+  walk([&](uint64_t seg, uint64_t) {
+    ++segments;
+    st.pm_bytes += a.block_size(seg);
+    for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
+      const uint32_t n = __builtin_popcount(Ld(bucket(seg, i)->bitmap) & kAllocMask);
+      st.keys += n;
+      if (i >= geo_.normal) stash_keys += n;
+    }
+    return Status::OK();
+  }).IgnoreError();
+  st.nodes = {{"segments", segments},
+              {"directory_entries", uint64_t{1} << global_depth()},
+              {"stash_keys", stash_keys},
+              {"slots", segments * (geo_.normal + geo_.stash) * geo_.slots}};
+  return st;
+}
+
+// Under concurrent writers: each bucket is read consistently (its version); see dash.h.
+Status DashTable::for_each(ScanCallback fn) {
+  if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
+  auto guard = pool_->allocator().epoch_guard();
+  const uint64_t dir_off = LdAcq(root_->directory);
+  if (dir_off == 0) return Status::OK();
+  const Directory* dir = dir_at(dir_off);
+  const uint32_t g = static_cast<uint32_t>(Ld(dir->depth));
+  std::vector<Slot> pairs;
+  for (uint64_t i = 0; i < (uint64_t{1} << g);) {
+    const uint64_t seg = LdAcq(dir->seg[i]);
+    const uint64_t dp = Ld(hdr(seg)->depth_pattern);
+    const uint32_t d = std::min(DepthOf(dp), g);
+    pairs.clear();
+    for (uint32_t b = 0; b < geo_.normal + geo_.stash; ++b) {
+      const Bucket* bk = bucket(seg, b);
+      const size_t mark = pairs.size();
+      for (;;) {
+        uint64_t v = 0;
+        VersionLock::ReadBegin(&bk->lock, gen_, &v);
+        for (uint32_t m = Ld(bk->bitmap) & kAllocMask; m != 0; m &= m - 1) {
+          const int j = __builtin_ctz(m);
+          pairs.push_back({Ld(bk->slot[j].key), Ld(bk->slot[j].value)});
+        }
+        if (VersionLock::ReadValidate(&bk->lock, v)) break;
+        pairs.resize(mark);
+      }
+    }
+    for (const Slot& sl : pairs) {
+      if (KeyHash(sl.key).Pattern(DepthOf(dp)) != PatternOf(dp)) continue;
+      if (!fn(IntKey(sl.key), IntValue(sl.value))) return Status::OK();
+    }
+    i = ((i >> (g - d)) + 1) << (g - d);
+  }
+  return Status::OK();
+}
+
+}  // namespace pmindex::hash::dash

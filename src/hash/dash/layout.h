@@ -1,0 +1,189 @@
+// Dash's persistent layouts (Lu, Hao, Wang, Lo, "Dash: Scalable Hashing on Persistent
+// Memory", VLDB 2020): the 256-byte bucket, the segment header, the directory and the root
+// words, and the hash bits every path derives from a key.
+//
+// A segment is one block: its header (one bucket's room), then `normal` buckets, then `stash`
+// buckets, 256 bytes each, so every bucket is one XPLine. Two geometries (DashGeometry):
+//   large  60 normal + 3 stash: (1 + 60 + 3) x 256 = 16384 bytes, the 16 KiB size class
+//          exactly (the paper's 64 + 2..4 plus a header would take a 20 KiB block);
+//   small  4 normal + 2 stash, 4 slots of each bucket used: pools of at most 32 MiB (the crash
+//          campaign's and the tests'), so that a few dozen keys split segments and double the
+//          directory.
+#ifndef PMINDEX_HASH_DASH_LAYOUT_H_
+#define PMINDEX_HASH_DASH_LAYOUT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "pm/mix64.h"
+#include "pmindex/pool.h"
+
+namespace pmindex::hash::dash {
+
+inline constexpr size_t kSlots = 14;        // pairs per bucket
+inline constexpr size_t kOverflowFps = 4;   // stash fingerprints per bucket
+inline constexpr size_t kBucketBytes = 256;
+inline constexpr uint32_t kMaxStash = 4;    // 2 bits of stash index per overflow entry
+inline constexpr uint32_t kMaxNormal = 192; // overflow counters in the header
+
+// The bitmap word of a bucket (Bucket::bitmap).
+inline constexpr uint32_t kAllocMask = (1u << kSlots) - 1;  // bit i: slot i holds a pair
+inline constexpr int kMemberShift = 14;  // bit 14+i: slot i's key is homed at the bucket before
+inline constexpr int kOverflowShift = 28;  // bit 28+e: overflow entry e is valid
+
+struct Slot {
+  uint64_t key;    // the integer key (IntKey decoded)
+  uint64_t value;  // 8 bytes, native order
+};
+
+// One bucket, 256 bytes, 256-byte aligned (one XPLine; its first cache line holds every
+// metadata byte and slots 0-1).
+//
+//   off  0  lock        pm::VersionLock word (pool generation); never flushed for itself
+//   off  8  bitmap      bits 0-13 alloc, 14-27 member (slot's key homed at the previous
+//                       bucket: a "probing" item), 28-31 overflow entry valid
+//   off 12  ovf_member  bit e: overflow entry e belongs to a key homed at the previous bucket
+//   off 13  ovf_stash   2 bits per overflow entry: the stash bucket that holds its key
+//   off 14  fp[14]      1-byte fingerprints of the slots' keys (valid where alloc is set)
+//   off 28  ovf_fp[4]   fingerprints of keys stored in the stash (valid where bit 28+e)
+//   off 32  slot[14]    16-byte pairs; slots 0-1 share line 0 with the metadata
+//
+// Bytes 8-15 (bitmap, ovf_member, ovf_stash, fp[0..1]) are one 8-byte word: an insert's
+// commit (alloc bit, member bit) and an overflow entry's valid bit are single-word stores.
+// Stash buckets use only lock, the alloc bits, fp and slot.
+struct alignas(kBucketBytes) Bucket {
+  uint64_t lock;
+  uint32_t bitmap;
+  uint8_t ovf_member;
+  uint8_t ovf_stash;
+  uint8_t fp[kSlots];
+  uint8_t ovf_fp[kOverflowFps];
+  Slot slot[kSlots];
+};
+static_assert(sizeof(Bucket) == kBucketBytes && alignof(Bucket) == kBucketBytes);
+static_assert(offsetof(Bucket, bitmap) == 8 && offsetof(Bucket, ovf_member) == 12 &&
+              offsetof(Bucket, ovf_stash) == 13 && offsetof(Bucket, fp) == 14 &&
+              offsetof(Bucket, ovf_fp) == 28 && offsetof(Bucket, slot) == 32);
+
+// The header of a segment, in the room of one bucket at the segment's start.
+//
+//   off  0  move_lock      pm::VersionLock word: one displacement at a time per segment
+//   off  8  depth_pattern  bits 63-48 local depth d, bits 47-0 pattern: the top d bits of
+//                          the hash of every key the segment holds; one word, so a split
+//                          changes both with one 8-byte store
+//   off 16  move_record    the displacement under way (or last done): kMoveValid | from
+//                          bucket << 24 | from slot << 16 | to bucket << 8 | to slot
+//   off 24  reserved[5]
+//   off 64  ovf_count[192] per normal bucket: its stash keys that found no overflow entry
+//                          (lookups then search every stash bucket)
+struct alignas(kBucketBytes) SegmentHeader {
+  uint64_t move_lock;
+  uint64_t depth_pattern;
+  uint64_t move_record;
+  uint64_t reserved[5];
+  uint8_t ovf_count[kMaxNormal];
+};
+static_assert(sizeof(SegmentHeader) == kBucketBytes);
+static_assert(offsetof(SegmentHeader, depth_pattern) == 8 &&
+              offsetof(SegmentHeader, move_record) == 16 &&
+              offsetof(SegmentHeader, ovf_count) == 64);
+
+inline constexpr uint64_t kMoveValid = 1ull << 63;
+inline constexpr uint64_t kPatternMask = (1ull << 48) - 1;
+inline constexpr uint64_t DepthPattern(uint64_t depth, uint64_t pattern) {
+  return (depth << 48) | pattern;
+}
+inline constexpr uint32_t DepthOf(uint64_t dp) { return static_cast<uint32_t>(dp >> 48); }
+inline constexpr uint64_t PatternOf(uint64_t dp) { return dp & kPatternMask; }
+
+// The directory: one block, 64 + 8 x 2^depth bytes.
+//
+//   off  0  depth     global depth G
+//   off  8  reserved[7]
+//   off 64  seg[2^G]  pool offsets of segments; entry i serves the hashes whose top G bits
+//                     are i; a segment of local depth d fills 2^(G-d) consecutive entries
+struct Directory {
+  uint64_t depth;
+  uint64_t reserved[7];
+  uint64_t seg[1];  // 2^depth entries
+};
+static_assert(offsetof(Directory, seg) == 64);
+inline constexpr size_t DirectoryBytes(uint32_t depth) { return 64 + (size_t{8} << depth); }
+
+// The root words in the pool's root area.
+//
+//   off  0  magic      kDashMagic once initialized (the commit of initialization)
+//   off  8  kind       33
+//   off 16  directory  pool offset of the directory, 0 = empty table (made at first insert)
+//   off 24  geometry   normal buckets | stash buckets << 16 | slots used << 32
+struct DashRoot {
+  uint64_t magic;
+  uint64_t kind;
+  uint64_t directory;
+  uint64_t geometry;
+};
+static_assert(sizeof(DashRoot) == 32 && offsetof(DashRoot, directory) == 16);
+static_assert(sizeof(DashRoot) <= kRootAreaSize);
+
+inline constexpr uint64_t kDashMagic = 0x3168736168736164ull;  // "dashhsh1"
+inline constexpr IndexKind kDashKind = IndexKind{33};            // never reuse (doc/format.md)
+
+struct DashGeometry {
+  uint32_t normal;  // normal buckets per segment
+  uint32_t stash;   // stash buckets per segment
+  uint32_t slots;   // slots used per bucket (<= kSlots)
+  uint64_t Encode() const {
+    return uint64_t{normal} | (uint64_t{stash} << 16) | (uint64_t{slots} << 32);
+  }
+  static DashGeometry Decode(uint64_t g) {
+    return {static_cast<uint32_t>(g & 0xFFFF), static_cast<uint32_t>((g >> 16) & 0xFFFF),
+            static_cast<uint32_t>((g >> 32) & 0xFFFF)};
+  }
+  bool Valid() const {
+    return normal >= 4 && normal <= kMaxNormal && stash >= 1 && stash <= kMaxStash &&
+           slots >= 1 && slots <= kSlots;
+  }
+  size_t SegmentBytes() const { return kBucketBytes * (1 + normal + stash); }
+};
+inline constexpr DashGeometry kLargeGeometry{60, 3, 14};
+inline constexpr DashGeometry kSmallGeometry{4, 2, 4};
+inline constexpr uint64_t kSmallPoolBytes = 32ull << 20;
+
+// What a key's hash decides: directory entry (top bits), home bucket (low 32 bits, by
+// multiply-shift), fingerprint (bits 32-39), and at a split of depth d, bit 63-d.
+struct KeyHash {
+  uint64_t h;
+  explicit KeyHash(uint64_t key) : h(pm::Mix64(key)) {}
+  uint64_t DirIndex(uint32_t global_depth) const {
+    return global_depth == 0 ? 0 : h >> (64 - global_depth);
+  }
+  uint32_t Home(uint32_t normal) const {
+    return static_cast<uint32_t>(((h & 0xFFFFFFFFull) * normal) >> 32);
+  }
+  uint8_t Fp() const { return static_cast<uint8_t>(h >> 32); }
+  // The top `depth` bits: the pattern of the segment that holds the key.
+  uint64_t Pattern(uint32_t depth) const { return depth == 0 ? 0 : h >> (64 - depth); }
+};
+
+// Racy accesses to bucket, header and directory words are relaxed atomics (TSan-clean; plain
+// loads and stores on x86); the orderings are VersionLock's (pm/seqlock.h).
+template <typename T>
+inline T Ld(const T& x) {
+  return __atomic_load_n(&x, __ATOMIC_RELAXED);
+}
+template <typename T>
+inline void St(T& x, T v) {
+  __atomic_store_n(&x, v, __ATOMIC_RELAXED);
+}
+template <typename T>
+inline T LdAcq(const T& x) {
+  return __atomic_load_n(&x, __ATOMIC_ACQUIRE);
+}
+template <typename T>
+inline void StRel(T& x, T v) {
+  __atomic_store_n(&x, v, __ATOMIC_RELEASE);
+}
+
+}  // namespace pmindex::hash::dash
+
+#endif  // PMINDEX_HASH_DASH_LAYOUT_H_
