@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "hash/dash/layout.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
@@ -29,6 +30,7 @@ void WritersAndReaders(uint64_t pool_size, uint64_t seed) {
   TempDir dir;
   Options o;
   o.pool_size = pool_size;
+  if (pool_size <= (32ull << 20)) o.index_params = hash::dash::kSmallParams;  // small geometry
   auto idx = CreateIndex("dash", dir.file("pool"), o);
   ASSERT_TRUE(idx.ok()) << idx.status().ToString();
   Index& index = *idx.value();
@@ -138,6 +140,7 @@ bool ReaderSeesUndurableInsert() {
   TempDir dir;
   Options o;
   o.pool_size = 8ull << 20;
+  o.index_params = hash::dash::kSmallParams;
   auto idx = CreateIndex("dash", dir.file("pool"), o);
   EXPECT_TRUE(idx.ok());
   Index& index = *idx.value();

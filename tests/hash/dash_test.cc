@@ -33,6 +33,7 @@ using hash::dash::kSmallGeometry;
 Options SmallPool() {  // small geometry: 4 + 2 buckets of 4 slots per segment
   Options o;
   o.pool_size = 8ull << 20;
+  o.index_params = hash::dash::kSmallParams;
   return o;
 }
 Options LargePool() {  // the shipped geometry: 60 + 3 buckets of 14 slots

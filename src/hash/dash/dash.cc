@@ -51,7 +51,8 @@ Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, boo
   // the first insert): a pool without it is new only if nothing was ever carved.
   const bool never_written = root->magic == 0 && pool->allocator().carved_chunks() == 0;
   if (fresh || never_written) {
-    const DashGeometry g = pool->size() <= kSmallPoolBytes ? kSmallGeometry : kLargeGeometry;
+    const bool small = pool->index_params().find("geometry=small") != std::string_view::npos;
+    const DashGeometry g = small ? kSmallGeometry : kLargeGeometry;
     root->kind = kind;
     root->directory = 0;
     root->geometry = g.Encode();
@@ -266,7 +267,8 @@ IndexRegistration Registration() {
   r.attach = [](std::unique_ptr<Pool> pool, bool fresh) {
     return DashTable::Attach(std::move(pool), fresh);
   };
-  r.params = "bucket=256,slots=14,segment=60+3 (pools <= 32 MiB: 4+2, 4 slots used)";
+  r.params = kLargeParams;
+  r.campaign_params = kSmallParams;
   r.mutants = {
       {"dash.meta_before_kv",
        "an insert sets the alloc bit in the same fence interval as the pair: the bit can be "

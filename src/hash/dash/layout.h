@@ -6,9 +6,9 @@
 // buckets, 256 bytes each, so every bucket is one XPLine. Two geometries (DashGeometry):
 //   large  60 normal + 3 stash: (1 + 60 + 3) x 256 = 16384 bytes, the 16 KiB size class
 //          exactly (the paper's 64 + 2..4 plus a header would take a 20 KiB block);
-//   small  4 normal + 2 stash, 4 slots of each bucket used: pools of at most 32 MiB (the crash
-//          campaign's and the tests'), so that a few dozen keys split segments and double the
-//          directory.
+//   small  4 normal + 2 stash, 4 slots of each bucket used: index parameter geometry=small
+//          (the crash campaign's, IndexRegistration::campaign_params, and the tests'), so that
+//          a few dozen keys split segments and double the directory.
 #ifndef PMINDEX_HASH_DASH_LAYOUT_H_
 #define PMINDEX_HASH_DASH_LAYOUT_H_
 
@@ -147,7 +147,9 @@ struct DashGeometry {
 };
 inline constexpr DashGeometry kLargeGeometry{60, 3, 14};
 inline constexpr DashGeometry kSmallGeometry{4, 2, 4};
-inline constexpr uint64_t kSmallPoolBytes = 32ull << 20;
+// Index parameters (Options::index_params): the default, and the small geometry's.
+inline constexpr const char* kLargeParams = "dash geometry=large (60+3 buckets of 256 B, 14 slots)";
+inline constexpr const char* kSmallParams = "dash geometry=small (4+2 buckets, 4 slots used)";
 
 // What a key's hash decides: directory entry (top bits), home bucket (low 32 bits, by
 // multiply-shift), fingerprint (bits 32-39), and at a split of depth d, bit 63-d.
