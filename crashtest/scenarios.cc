@@ -284,6 +284,20 @@ bool RoartUnlink(const IndexTraits& traits, uint64_t seed, std::vector<Op>* ops)
   return true;
 }
 
+// A small hash table filled well past its first sizes: every insert that finds its buckets
+// full moves an item (inside a level or bottom-to-top) or resizes the table in place (level
+// hashing); removes, updates and re-inserts between the growth steps.
+bool HashMovesAndResizes(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t i = 0; i < 160; ++i) {
+    const uint64_t k = pm::Mix64(i + 1000 * seed) >> 8;
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(i)));
+    if (i % 7 == 6) ops->push_back(Make(OpKind::kRemove, IK(pm::Mix64(i - 3 + 1000 * seed) >> 8)));
+    if (i % 11 == 10) ops->push_back(Make(OpKind::kUpsert, IK(pm::Mix64(i - 5 + 1000 * seed) >> 8), IV(5000 + i)));
+    if (i % 40 == 39) ops->push_back(Make(OpKind::kLookup, IK(k)));
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& Scenarios() {
@@ -357,6 +371,11 @@ const std::vector<Scenario>& Scenarios() {
        "ROART removes that leave a leaf array or a chain of nodes without keys unlink the "
        "highest of them with one store (readers and scans never meet an empty one)",
        false, &RoartUnlink},
+      {"levelhash-moves",
+       "level hashing's one-step movements (an item to its other bucket, bottom to top) and "
+       "in-place resizes, each a copy committed before its source is cleared: a move or "
+       "resize that clears or publishes first loses items; one that never clears duplicates",
+       false, &HashMovesAndResizes},
   };
   return *s;
 }
