@@ -397,7 +397,13 @@ bool ScenarioOps(const std::string& name, const IndexTraits& traits, uint64_t se
                  std::vector<Op>* ops) {
   ops->clear();
   const Scenario* scenario = FindScenario(name);
-  return scenario != nullptr && scenario->build(traits, seed, ops);
+  if (scenario == nullptr || !scenario->build(traits, seed, ops)) return false;
+  // An unordered index has no scan: a scan becomes a lookup of its start key, as in the
+  // random workload (OpGenerator::next).
+  for (Op& op : *ops) {
+    if (op.kind == OpKind::kScan && !traits.ordered) op.kind = OpKind::kLookup;
+  }
+  return true;
 }
 
 }  // namespace pmindex::crashtest
