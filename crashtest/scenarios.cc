@@ -291,8 +291,9 @@ bool HashMovesAndResizes(const IndexTraits&, uint64_t seed, std::vector<Op>* ops
   for (uint64_t i = 0; i < 160; ++i) {
     const uint64_t k = pm::Mix64(i + 1000 * seed) >> 8;
     ops->push_back(Make(OpKind::kInsert, IK(k), IV(i)));
-    if (i % 7 == 6) ops->push_back(Make(OpKind::kRemove, IK(pm::Mix64(i - 3 + 1000 * seed) >> 8)));
-    if (i % 11 == 10) ops->push_back(Make(OpKind::kUpsert, IK(pm::Mix64(i - 5 + 1000 * seed) >> 8), IV(5000 + i)));
+    const uint64_t earlier = pm::Mix64(i - (i % 7 == 6 ? 3 : 5) + 1000 * seed) >> 8;
+    if (i % 7 == 6) ops->push_back(Make(OpKind::kRemove, IK(earlier)));
+    if (i % 11 == 10) ops->push_back(Make(OpKind::kUpsert, IK(earlier), IV(5000 + i)));
     if (i % 40 == 39) ops->push_back(Make(OpKind::kLookup, IK(k)));
   }
   return true;

@@ -27,8 +27,12 @@ std::string K(uint64_t k) { return std::string(IntKey(k).view()); }
 std::string V(uint64_t v) { return std::string(IntValue(v)); }
 
 // A value that names its key, so a reader can tell a value of another key (or a torn one).
-uint64_t ValueFor(uint64_t key, uint64_t round) { return (pm::Mix64(key) & ~0xFFFFull) | (round & 0xFFFF); }
-bool Names(uint64_t value, uint64_t key) { return (value & ~0xFFFFull) == (pm::Mix64(key) & ~0xFFFFull); }
+uint64_t ValueFor(uint64_t key, uint64_t round) {
+  return (pm::Mix64(key) & ~0xFFFFull) | (round & 0xFFFF);
+}
+bool Names(uint64_t value, uint64_t key) {
+  return (value & ~0xFFFFull) == (pm::Mix64(key) & ~0xFFFFull);
+}
 
 // Writers insert, update and remove their own keys (checking each result against their own
 // model) while readers look up a stable set inserted first; the table starts at 4+2

@@ -106,8 +106,7 @@ TEST(LevelHashModelTest, FencesPerWrite) {
   EXPECT_EQ(fences([&] { ASSERT_TRUE(index.insert(K(2), V(2)).ok()); }), 2u);
   EXPECT_EQ(fences([&] { ASSERT_TRUE(index.update(K(2), V(3)).ok()); }), 2u);
   EXPECT_EQ(fences([&] { ASSERT_TRUE(index.remove(K(2)).ok()); }), 1u);
-  EXPECT_EQ(fences([&] { ASSERT_TRUE(index.update(K(7), V(3)).code() == Status::Code::kNotFound); }),
-            0u);
+  EXPECT_EQ(fences([&] { ASSERT_TRUE(index.update(K(7), V(3)).IsNotFound()); }), 0u);
 }
 
 // Copies the pool's bytes at every `every`-th fence while armed (the process-crash view).
@@ -135,7 +134,8 @@ struct Workload {
 };
 
 // Inserts keys until `pick` says the last insert is the one to interrupt.
-Workload FindInsert(const std::function<bool(Index&, uint64_t fences, uint64_t bits_before)>& pick) {
+using Pick = std::function<bool(Index&, uint64_t fences, uint64_t top_before)>;
+Workload FindInsert(const Pick& pick) {
   TempDir dir;
   Workload w;
   auto idx = CreateIndex("levelhash", dir.file("pool"), PoolOptions());

@@ -95,7 +95,9 @@ inline constexpr uint64_t kMaxTopBits = 40;
 // new one, is the new bottom level without moving an item.
 inline uint64_t Hash1(uint64_t key) { return pm::Mix64(key); }
 inline uint64_t Hash2(uint64_t key) { return pm::Mix64(key ^ 0xc3a5c85c97cb3127ull); }
-inline uint64_t IndexOf(uint64_t hash, uint64_t bits) { return bits == 0 ? 0 : hash >> (64 - bits); }
+inline uint64_t IndexOf(uint64_t hash, uint64_t bits) {
+  return bits == 0 ? 0 : hash >> (64 - bits);
+}
 
 // Racy reads of bucket words (lock-free readers, writers of other buckets) are atomics.
 inline uint8_t LoadToken(const Bucket* b) { return __atomic_load_n(&b->token, __ATOMIC_RELAXED); }

@@ -128,7 +128,8 @@ void LevelHash::LockCandidates(const View& v, uint64_t key, Held* held) {
 }
 
 void LevelHash::Unlock(Held* held) {
-  for (int i = 0; i < held->n; ++i) VersionLock::Unlock(&held->bucket[i]->lock, gen_, held->changed[i]);
+  for (int i = 0; i < held->n; ++i)
+    VersionLock::Unlock(&held->bucket[i]->lock, gen_, held->changed[i]);
   held->n = 0;
 }
 

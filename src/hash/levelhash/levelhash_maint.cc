@@ -65,15 +65,20 @@ Status LevelHash::verify() {
     const uint64_t bits = level == 0 ? v.bits : v.bits - 1;
     for (uint64_t x = 0; x < (uint64_t{1} << bits); ++x) {
       const Bucket* b = base + x;
-      const std::string where = (level == 0 ? "top bucket " : "bottom bucket ") + std::to_string(x);
-      if (b->token & ~kCommitMask) return Status::Corruption("levelhash: " + where + ": moved-in bit set");
-      if (pm::VersionLock::Held(b->lock, gen_)) return Status::Corruption("levelhash: " + where + " locked");
+      auto where = [&] {
+        return (level == 0 ? "top bucket " : "bottom bucket ") + std::to_string(x);
+      };
+      if (b->token & ~kCommitMask)
+        return Status::Corruption("levelhash: " + where() + ": moved-in bit set");
+      if (pm::VersionLock::Held(b->lock, gen_))
+        return Status::Corruption("levelhash: " + where() + " locked");
       for (int i = 0; i < kSlots; ++i) {
         if ((b->token & CommitBit(i)) == 0) continue;
         const uint64_t key = b->slot[i].key;
         const Pair p = BucketsOf(key, bits);
         if (p.first != x && p.second != x)
-          return Status::Corruption("levelhash: key " + std::to_string(key) + " in " + where + ", not its own");
+          return Status::Corruption("levelhash: key " + std::to_string(key) + " in " + where() +
+                                    ", not its own");
         if (Copies(v, key) != 1)
           return Status::Corruption("levelhash: key " + std::to_string(key) + " stored twice");
       }
@@ -92,7 +97,8 @@ IndexStats LevelHash::stats() {
   for (uint64_t x = 0; x < top; ++x) st.keys += UsedSlots(LoadToken(v.top + x));
   for (uint64_t x = 0; x < bottom; ++x) st.keys += UsedSlots(LoadToken(v.bottom + x));
   pm::Allocator& alloc = pool_->allocator();
-  st.pm_bytes = alloc.block_size(pool_->offset_of(v.top)) + alloc.block_size(pool_->offset_of(v.bottom));
+  st.pm_bytes = alloc.block_size(pool_->offset_of(v.top)) +
+                alloc.block_size(pool_->offset_of(v.bottom));
   const uint64_t slots = (top + bottom) * kSlots;
   st.nodes = {{"top_buckets", top},
               {"bottom_buckets", bottom},

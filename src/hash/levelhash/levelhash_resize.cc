@@ -24,7 +24,8 @@ uint64_t LevelHash::InitialBits() const {
   const std::string_view name = "initial_top_bits=";
   const size_t at = params.find(name);
   if (at == std::string_view::npos) return 2;
-  const uint64_t n = std::strtoull(std::string(params.substr(at + name.size())).c_str(), nullptr, 10);
+  const std::string digits(params.substr(at + name.size()));
+  const uint64_t n = std::strtoull(digits.c_str(), nullptr, 10);
   return n < 1 ? 1 : n > 24 ? 24 : n;
 }
 
@@ -32,7 +33,8 @@ uint64_t LevelHash::InitialBits() const {
 // that cannot be.
 Status LevelHash::LoadTable(Table* t) const {
   const uint64_t active = root_->active;
-  if (active > 1) return Status::Corruption("levelhash: root's active table is " + std::to_string(active));
+  if (active > 1)
+    return Status::Corruption("levelhash: root's active table is " + std::to_string(active));
   *t = root_->table[active];
   if (t->top_bits == 0) {
     if (t->top != 0 || t->bottom != 0 || t->resize_top != 0)
@@ -40,7 +42,8 @@ Status LevelHash::LoadTable(Table* t) const {
     return Status::OK();
   }
   if (t->top_bits > kMaxTopBits - 1)
-    return Status::Corruption("levelhash: top level of 2^" + std::to_string(t->top_bits) + " buckets");
+    return Status::Corruption("levelhash: top level of 2^" + std::to_string(t->top_bits) +
+                              " buckets");
   auto inside = [&](uint64_t off, uint64_t bits) {
     return off >= 4096 && off % 64 == 0 && off < pool_->size() &&
            LevelBytes(bits) <= pool_->size() - off;
