@@ -4,6 +4,7 @@
 // caught by the same images. Concurrency: levelhash_concurrent_test.cc.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -107,6 +108,31 @@ TEST(LevelHashModelTest, FencesPerWrite) {
   EXPECT_EQ(fences([&] { ASSERT_TRUE(index.update(K(2), V(3)).ok()); }), 2u);
   EXPECT_EQ(fences([&] { ASSERT_TRUE(index.remove(K(2)).ok()); }), 1u);
   EXPECT_EQ(fences([&] { ASSERT_TRUE(index.update(K(7), V(3)).IsNotFound()); }), 0u);
+}
+
+// The load factor (items / slots of both levels) at which each resize happens: one-step
+// movements and B2T keep tables past the first few sizes well filled before they grow.
+TEST(LevelHashModelTest, LoadFactorAtResize) {
+  TempDir dir;
+  auto idx = CreateIndex("levelhash", dir.file("pool"), PoolOptions(64));
+  ASSERT_TRUE(idx.ok());
+  Index& index = *idx.value();
+  uint64_t top = 0;
+  pm::PersistContext& pc = index.pool()->persist_context();
+  for (uint64_t i = 1; i <= Scale(400000); ++i) {
+    const uint64_t before = pc.thread_counters().fences;
+    ASSERT_TRUE(index.insert(K(pm::Mix64(i)), V(i)).ok());
+    if (pc.thread_counters().fences - before <= 5) continue;  // no resize (at most a move)
+    const uint64_t now = Stat(index, "top_buckets");
+    if (top >= 1024) {  // the load factor before this insert's resize
+      const double load = double(i - 1) / double(top * 3 / 2 * 4);
+      std::printf("resize %llu -> %llu top buckets at load factor %.3f\n",
+                  static_cast<unsigned long long>(top), static_cast<unsigned long long>(now),
+                  load);
+      EXPECT_GT(load, 0.75) << "resized at " << top << " top buckets";
+    }
+    top = now;
+  }
 }
 
 // Copies the pool's bytes at every `every`-th fence while armed (the process-crash view).
