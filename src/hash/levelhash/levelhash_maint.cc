@@ -70,7 +70,7 @@ Status LevelHash::verify() {
       };
       if (b->token & ~kCommitMask)
         return Status::Corruption("levelhash: " + where() + ": moved-in bit set");
-      if (pm::VersionLock::Held(b->lock, gen_))
+      if (pm::VersionLock::Held(__atomic_load_n(&b->lock, __ATOMIC_RELAXED), gen_))
         return Status::Corruption("levelhash: " + where() + " locked");
       for (int i = 0; i < kSlots; ++i) {
         if ((b->token & CommitBit(i)) == 0) continue;
