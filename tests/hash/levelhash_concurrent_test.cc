@@ -61,20 +61,31 @@ TEST(LevelHashConcurrentTest, DisjointWritersAndStableReaders) {
         const uint64_t value = ValueFor(key, op);
         const bool present = model.count(key) != 0;
         const uint64_t r = rng() % 4;
+        auto check = [&](const Status& s, bool expect_ok, const char* what) {
+          if (s.ok() != expect_ok) {
+            ++errors;
+            ADD_FAILURE() << "writer " << w << " op " << op << ": " << what << " " << key << ": "
+                          << s.ToString();
+          }
+        };
         if (r < 2) {
-          if (index.insert(K(key), V(value)).ok() == present) ++errors;
+          check(index.insert(K(key), V(value)), !present, "insert");
           if (!present) model[key] = value;
         } else if (r == 2) {
-          if (index.update(K(key), V(value)).ok() != present) ++errors;
+          check(index.update(K(key), V(value)), present, "update");
           if (present) model[key] = value;
         } else {
-          if (index.remove(K(key)).ok() != present) ++errors;
+          check(index.remove(K(key)), present, "remove");
           model.erase(key);
         }
         // Each stable key also gets updated by writer 0 now and then.
         if (w == 0 && op % 16 == 0) {
           const uint64_t k = rng() % stable;
-          if (!index.update(K(k), V(ValueFor(k, op))).ok()) ++errors;
+          const uint64_t stable_key = k;
+          if (Status s = index.update(K(stable_key), V(ValueFor(stable_key, op))); !s.ok()) {
+            ++errors;
+            ADD_FAILURE() << "writer 0: update of stable key " << stable_key << ": " << s.ToString();
+          }
         }
       }
       --writers_left;
@@ -86,7 +97,11 @@ TEST(LevelHashConcurrentTest, DisjointWritersAndStableReaders) {
       std::string v;
       while (writers_left.load() > 0) {
         const uint64_t k = rng() % stable;
-        if (!index.lookup(K(k), &v).ok() || !Names(IntValue::Decode(v), k)) ++errors;
+        const Status s = index.lookup(K(k), &v);
+        if (!s.ok() || !Names(IntValue::Decode(v), k)) {
+          ++errors;
+          ADD_FAILURE() << "reader: stable key " << k << ": " << s.ToString();
+        }
       }
     });
   }

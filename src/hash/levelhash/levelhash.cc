@@ -162,7 +162,11 @@ Status LevelHash::WriteLocked(const View& v, uint64_t key, uint64_t value, Need 
   }
   if (need == Need::kPresent) return Status::NotFound();
   Spot spot;
-  if (!Place(v, key, value, false, held, contended, &spot)) *full = !*contended;
+  if (Place(v, key, value, false, held, contended, &spot)) {
+    *contended = false;  // a busy destination passed over on the way does not matter now
+  } else {
+    *full = !*contended;
+  }
   return Status::OK();
 }
 
