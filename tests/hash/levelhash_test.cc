@@ -249,7 +249,7 @@ Workload MoveWorkload() {
 }
 
 TEST(LevelHashRecoveryTest, ResizeInterruptedAtEveryFence) {
-  EXPECT_EQ(CheckImagesOfTarget(ResizeWorkload(), true, 20), 0);
+  EXPECT_EQ(CheckImagesOfTarget(ResizeWorkload(), true, 12), 0);
 }
 
 TEST(LevelHashRecoveryTest, MoveInterruptedAtEveryFence) {
@@ -264,7 +264,7 @@ TEST(LevelHashRecoveryTest, MutantsAreCaughtByTheImages) {
     Workload w;
     size_t images;
   };
-  for (const Case& c : {Case{"levelhash.publish_before_rehash", ResizeWorkload(), 20},
+  for (const Case& c : {Case{"levelhash.publish_before_rehash", ResizeWorkload(), 12},
                         Case{"levelhash.clear_source_first", MoveWorkload(), 5},
                         Case{"levelhash.recovery_keeps_duplicate", MoveWorkload(), 5}}) {
     ASSERT_TRUE(pm::set_mutant(c.mutant));

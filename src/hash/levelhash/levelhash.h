@@ -160,6 +160,7 @@ class LevelHash final : public Index {
   Status Create();
   Status Expand(const View& v);
   Status Rehash(const Table& t);
+  uint8_t RehashBatch(const View& next, Bucket* b);
   void Publish(const Table& t);
   Result<uint64_t> NewLevel(uint64_t buckets);
   Status LoadTable(Table* t) const;

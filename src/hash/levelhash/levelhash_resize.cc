@@ -1,6 +1,7 @@
 // Level hashing: the table (its two-slot commit in the root area), the first levels, the
 // in-place resize, and recovery (duplicates of interrupted moves, an interrupted resize).
 // Crash arguments: levelhash.h.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -132,8 +133,64 @@ Status LevelHash::Expand(const View& v) {
   return Status::OK();
 }
 
-// Moves every item of t.bottom into the table {t.resize_top, t.top} (a free slot or one
-// movement there), each move committed before its source is cleared.
+// The items of one old bottom bucket that find a free slot in their new top buckets move
+// together: every pair written and flushed, one fence; every token bit (with its moved-in
+// bit), one fence; the source's bits cleared by one store, persisted. A crash in between
+// leaves each item in its source, or in both (a moved-in copy: recovery keeps one). Three
+// fences per bucket instead of three per item: a resize (and a recovery that finishes one)
+// runs a third of the fences. Returns the slots moved.
+uint8_t LevelHash::RehashBatch(const View& next, Bucket* b) {
+  Spot to[kSlots];
+  Bucket* taken_bucket[2 * kSlots];
+  uint8_t taken_bits[2 * kSlots];
+  int taken = 0;
+  auto used = [&](Bucket* d) {
+    uint8_t t = LoadToken(d);
+    for (int r = 0; r < taken; ++r) t |= taken_bucket[r] == d ? taken_bits[r] : 0;
+    return t;
+  };
+  uint8_t moved = 0;
+  for (int i = 0; i < kSlots; ++i) {
+    if ((LoadToken(b) & CommitBit(i)) == 0) continue;
+    const Pair t = BucketsOf(LoadWord(&b->slot[i].key), next.bits);
+    Bucket* pair[2] = {next.top + t.first, next.top + t.second};
+    if (UsedSlots(used(pair[1])) < UsedSlots(used(pair[0]))) std::swap(pair[0], pair[1]);
+    for (Bucket* d : pair) {
+      const int j = FreeSlot(used(d));
+      if (j < 0) continue;
+      StoreWord(&d->slot[j].key, LoadWord(&b->slot[i].key));
+      StoreWord(&d->slot[j].value, LoadWord(&b->slot[i].value));
+      pc_->flush(&d->slot[j], sizeof(Slot));
+      taken_bucket[taken] = d;
+      taken_bits[taken++] = CommitBit(j);
+      to[i] = {d, j};
+      moved |= CommitBit(i);
+      break;
+    }
+  }
+  if (moved == 0) return 0;
+  pc_->fence();  // the pairs are durable before any token names them
+  for (int i = 0; i < kSlots; ++i) {
+    if ((moved & CommitBit(i)) == 0) continue;
+    Bucket* d = to[i].bucket;
+    StoreToken(d, LoadToken(d) | CommitBit(to[i].slot) | MovedBit(to[i].slot));
+    pc_->flush(&d->token, 1);
+  }
+  pc_->fence();  // the copies are committed before their sources go
+  StoreToken(b, static_cast<uint8_t>(LoadToken(b) & ~(moved | (moved << 4))));
+  pc_->persist(&b->token, 1);
+  for (int i = 0; i < kSlots; ++i) {
+    if (moved & CommitBit(i)) {
+      Bucket* d = to[i].bucket;
+      StoreToken(d, LoadToken(d) & static_cast<uint8_t>(~MovedBit(to[i].slot)));
+    }
+  }
+  return moved;
+}
+
+// Moves every item of t.bottom into the table {t.resize_top, t.top}: a bucket's items that
+// fit in their new top buckets together (RehashBatch), the others one by one (a free slot or
+// one movement, each committed before its source is cleared).
 Status LevelHash::Rehash(const Table& t) {
   View next;
   next.top = pool_->at<Bucket>(t.resize_top);
@@ -142,6 +199,7 @@ Status LevelHash::Rehash(const Table& t) {
   Bucket* old = pool_->at<Bucket>(t.bottom);
   for (uint64_t x = 0; x < (uint64_t{1} << (t.top_bits - 1)); ++x) {
     Bucket* b = old + x;
+    RehashBatch(next, b);
     for (int i = 0; i < kSlots; ++i) {
       if ((LoadToken(b) & CommitBit(i)) == 0) continue;
       bool contended = false;
