@@ -66,6 +66,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hash/levelhash/bucket.h"
 #include "pm/persist.h"
@@ -160,7 +161,8 @@ class LevelHash final : public Index {
   Status Create();
   Status Expand(const View& v);
   Status Rehash(const Table& t);
-  uint8_t RehashBatch(const View& next, Bucket* b);
+  void RehashRound(const View& next, Bucket* old, uint64_t first, uint64_t last,
+                   std::vector<uint8_t>* reserved);
   void Publish(const Table& t);
   Result<uint64_t> NewLevel(uint64_t buckets);
   Status LoadTable(Table* t) const;

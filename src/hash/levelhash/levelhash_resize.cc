@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "hash/levelhash/levelhash.h"
 #include "pm/alloc.h"
@@ -133,84 +134,92 @@ Status LevelHash::Expand(const View& v) {
   return Status::OK();
 }
 
-// The items of one old bottom bucket that find a free slot in their new top buckets move
-// together: every pair written and flushed, one fence; every token bit (with its moved-in
-// bit), one fence; the source's bits cleared by one store, persisted. A crash in between
-// leaves each item in its source, or in both (a moved-in copy: recovery keeps one). Three
-// fences per bucket instead of three per item: a resize (and a recovery that finishes one)
-// runs a third of the fences. Returns the slots moved.
-uint8_t LevelHash::RehashBatch(const View& next, Bucket* b) {
-  Spot to[kSlots];
-  Bucket* taken_bucket[2 * kSlots];
-  uint8_t taken_bits[2 * kSlots];
-  int taken = 0;
-  auto used = [&](Bucket* d) {
-    uint8_t t = LoadToken(d);
-    for (int r = 0; r < taken; ++r) t |= taken_bucket[r] == d ? taken_bits[r] : 0;
-    return t;
+// The items of old bottom buckets [first, last) that find a free slot in their new top
+// buckets move together: every pair written and flushed, one fence; every token bit (with
+// its moved-in bit), one fence; the sources' bits cleared (one store per bucket), one fence.
+// A crash in between leaves each item in its source, or in both (a moved-in copy: recovery
+// keeps one). Three fences per round instead of three per item, so a resize, and a
+// recovery that finishes one, runs few fences. `reserved` (one byte per new top bucket,
+// zero outside a round) holds the slots taken whose tokens are not set yet.
+void LevelHash::RehashRound(const View& next, Bucket* old, uint64_t first, uint64_t last,
+                            std::vector<uint8_t>* reserved) {
+  struct Planned {
+    Bucket* from;
+    int i;
+    Bucket* to;
+    int j;
   };
-  uint8_t moved = 0;
-  for (int i = 0; i < kSlots; ++i) {
-    if ((LoadToken(b) & CommitBit(i)) == 0) continue;
-    const Pair t = BucketsOf(LoadWord(&b->slot[i].key), next.bits);
-    Bucket* pair[2] = {next.top + t.first, next.top + t.second};
-    if (UsedSlots(used(pair[1])) < UsedSlots(used(pair[0]))) std::swap(pair[0], pair[1]);
-    for (Bucket* d : pair) {
-      const int j = FreeSlot(used(d));
-      if (j < 0) continue;
-      StoreWord(&d->slot[j].key, LoadWord(&b->slot[i].key));
-      StoreWord(&d->slot[j].value, LoadWord(&b->slot[i].value));
-      pc_->flush(&d->slot[j], sizeof(Slot));
-      taken_bucket[taken] = d;
-      taken_bits[taken++] = CommitBit(j);
-      to[i] = {d, j};
-      moved |= CommitBit(i);
-      break;
+  std::vector<Planned> plan;
+  for (uint64_t x = first; x < last; ++x) {
+    Bucket* b = old + x;
+    for (int i = 0; i < kSlots; ++i) {
+      if ((LoadToken(b) & CommitBit(i)) == 0) continue;
+      const Pair t = BucketsOf(LoadWord(&b->slot[i].key), next.bits);
+      uint64_t pair[2] = {t.first, t.second};
+      auto used = [&](uint64_t d) { return LoadToken(next.top + d) | (*reserved)[d]; };
+      if (UsedSlots(used(pair[1])) < UsedSlots(used(pair[0]))) std::swap(pair[0], pair[1]);
+      for (uint64_t d : pair) {
+        const int j = FreeSlot(used(d));
+        if (j < 0) continue;
+        Bucket* to = next.top + d;
+        StoreWord(&to->slot[j].key, LoadWord(&b->slot[i].key));
+        StoreWord(&to->slot[j].value, LoadWord(&b->slot[i].value));
+        pc_->flush(&to->slot[j], sizeof(Slot));
+        (*reserved)[d] |= CommitBit(j);
+        plan.push_back({b, i, to, j});
+        break;
+      }
     }
   }
-  if (moved == 0) return 0;
+  if (plan.empty()) return;
   pc_->fence();  // the pairs are durable before any token names them
-  for (int i = 0; i < kSlots; ++i) {
-    if ((moved & CommitBit(i)) == 0) continue;
-    Bucket* d = to[i].bucket;
-    StoreToken(d, LoadToken(d) | CommitBit(to[i].slot) | MovedBit(to[i].slot));
-    pc_->flush(&d->token, 1);
+  for (const Planned& p : plan) {
+    StoreToken(p.to, LoadToken(p.to) | CommitBit(p.j) | MovedBit(p.j));
+    pc_->flush(&p.to->token, 1);
+    (*reserved)[p.to - next.top] = 0;
   }
   pc_->fence();  // the copies are committed before their sources go
-  StoreToken(b, static_cast<uint8_t>(LoadToken(b) & ~(moved | (moved << 4))));
-  pc_->persist(&b->token, 1);
-  for (int i = 0; i < kSlots; ++i) {
-    if (moved & CommitBit(i)) {
-      Bucket* d = to[i].bucket;
-      StoreToken(d, LoadToken(d) & static_cast<uint8_t>(~MovedBit(to[i].slot)));
-    }
+  for (const Planned& p : plan) {
+    StoreToken(p.from, static_cast<uint8_t>(LoadToken(p.from) & ~(CommitBit(p.i) | MovedBit(p.i))));
+    pc_->flush(&p.from->token, 1);
   }
-  return moved;
+  pc_->fence();
+  for (const Planned& p : plan)  // not persisted: recovery clears a stale moved-in bit
+    StoreToken(p.to, LoadToken(p.to) & static_cast<uint8_t>(~MovedBit(p.j)));
 }
 
-// Moves every item of t.bottom into the table {t.resize_top, t.top}: a bucket's items that
-// fit in their new top buckets together (RehashBatch), the others one by one (a free slot or
-// one movement, each committed before its source is cleared).
+// Moves every item of t.bottom into the table {t.resize_top, t.top}: in rounds of old
+// bottom buckets, the items that fit in their new top buckets together (RehashRound), then
+// the others one by one (a free slot or one movement, each committed before its source is
+// cleared).
 Status LevelHash::Rehash(const Table& t) {
   View next;
   next.top = pool_->at<Bucket>(t.resize_top);
   next.bottom = pool_->at<Bucket>(t.top);
   next.bits = t.top_bits + 1;
   Bucket* old = pool_->at<Bucket>(t.bottom);
-  for (uint64_t x = 0; x < (uint64_t{1} << (t.top_bits - 1)); ++x) {
-    Bucket* b = old + x;
-    RehashBatch(next, b);
-    for (int i = 0; i < kSlots; ++i) {
-      if ((LoadToken(b) & CommitBit(i)) == 0) continue;
-      bool contended = false;
-      Spot spot;
-      const uint64_t key = LoadWord(&b->slot[i].key);
-      if (!Place(next, key, LoadWord(&b->slot[i].value), true, nullptr, &contended, &spot)) {
-        return Status::Corruption("levelhash: resize found no slot for key " + std::to_string(key));
+  const uint64_t buckets = uint64_t{1} << (t.top_bits - 1);
+  std::vector<uint8_t> reserved(uint64_t{1} << next.bits, 0);
+  constexpr uint64_t kRound = 1024;  // old bottom buckets per round
+  for (uint64_t first = 0; first < buckets; first += kRound) {
+    const uint64_t last = std::min(buckets, first + kRound);
+    RehashRound(next, old, first, last, &reserved);
+    for (uint64_t x = first; x < last; ++x) {
+      Bucket* b = old + x;
+      for (int i = 0; i < kSlots; ++i) {
+        if ((LoadToken(b) & CommitBit(i)) == 0) continue;
+        bool contended = false;
+        Spot spot;
+        const uint64_t key = LoadWord(&b->slot[i].key);
+        if (!Place(next, key, LoadWord(&b->slot[i].value), true, nullptr, &contended, &spot)) {
+          return Status::Corruption("levelhash: resize found no slot for key " +
+                                    std::to_string(key));
+        }
+        StoreToken(b, static_cast<uint8_t>(LoadToken(b) & ~(CommitBit(i) | MovedBit(i))));
+        pc_->persist(&b->token, 1);
+        StoreToken(spot.bucket,
+                   static_cast<uint8_t>(LoadToken(spot.bucket) & ~MovedBit(spot.slot)));
       }
-      StoreToken(b, static_cast<uint8_t>(LoadToken(b) & ~(CommitBit(i) | MovedBit(i))));
-      pc_->persist(&b->token, 1);
-      StoreToken(spot.bucket, static_cast<uint8_t>(LoadToken(spot.bucket) & ~MovedBit(spot.slot)));
     }
   }
   return Status::OK();
