@@ -200,7 +200,9 @@ Status LevelHash::Rehash(const Table& t) {
   Bucket* old = pool_->at<Bucket>(t.bottom);
   const uint64_t buckets = uint64_t{1} << (t.top_bits - 1);
   std::vector<uint8_t> reserved(uint64_t{1} << next.bits, 0);
-  constexpr uint64_t kRound = 1024;  // old bottom buckets per round
+  // Old bottom buckets per round: its destinations (up to 64 lines) stay in the media
+  // model's 64-XPLine write-combining buffer between their pair and token flushes.
+  constexpr uint64_t kRound = 16;
   for (uint64_t first = 0; first < buckets; first += kRound) {
     const uint64_t last = std::min(buckets, first + kRound);
     RehashRound(next, old, first, last, &reserved);
