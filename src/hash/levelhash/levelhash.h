@@ -32,8 +32,9 @@
 //   - remove: one token store, persisted.
 //   - resize (2^n -> 2^(n+1)): a new top level is allocated, zeroed and persisted, then
 //     committed as table.resize_top (table flip, below); every item of the old bottom level
-//     is moved (as above) into the new top level (or, where both its new top buckets are
-//     full, into its old top buckets, the new bottom level); then the table {new top, old top,
+//     is moved (as above, in rounds of 16 buckets whose copies share their fences) into the
+//     new top level (or, where both its new top buckets are full, into its old top buckets,
+//     the new bottom level, or by one movement); then the table {new top, old top,
 //     n+1} is committed and the old bottom level is retired. A crash before the first commit
 //     leaves the new level unreachable (the allocator rebuild frees it); after it, recovery
 //     finishes the moves and commits the new table; after the last, recovery frees the old
