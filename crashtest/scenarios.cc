@@ -322,6 +322,21 @@ bool HashResize(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
   return true;
 }
 
+// A small hash table filled well past its first sizes: every insert that finds its buckets
+// full moves an item (inside a level or bottom-to-top) or resizes the table in place (level
+// hashing); removes, updates and re-inserts between the growth steps.
+bool HashMovesAndResizes(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
+  for (uint64_t i = 0; i < 160; ++i) {
+    const uint64_t k = pm::Mix64(i + 1000 * seed) >> 8;
+    ops->push_back(Make(OpKind::kInsert, IK(k), IV(i)));
+    const uint64_t earlier = pm::Mix64(i - (i % 7 == 6 ? 3 : 5) + 1000 * seed) >> 8;
+    if (i % 7 == 6) ops->push_back(Make(OpKind::kRemove, IK(earlier)));
+    if (i % 11 == 10) ops->push_back(Make(OpKind::kUpsert, IK(earlier), IV(5000 + i)));
+    if (i % 40 == 39) ops->push_back(Make(OpKind::kLookup, IK(k)));
+  }
+  return true;
+}
+
 // A hash table grown from one segment: splits, directory doublings, displacements and stash
 // inserts, then a third removed and half of those back (into slots and stash space freed).
 bool DashSegmentSplit(const IndexTraits&, uint64_t seed, std::vector<Op>* ops) {
@@ -422,6 +437,11 @@ const std::vector<Scenario>& Scenarios() {
        "depth) with directory doubling, displacement and stash inserts: a table grown from "
        "one segment, then partly emptied and refilled",
        false, &DashSegmentSplit},
+      {"levelhash-moves",
+       "level hashing's one-step movements (an item to its other bucket, bottom to top) and "
+       "in-place resizes, each a copy committed before its source is cleared: a move or "
+       "resize that clears or publishes first loses items; one that never clears duplicates",
+       false, &HashMovesAndResizes},
   };
   return *s;
 }

@@ -5,6 +5,7 @@
 #include "hash/cceh/cceh.h"
 #include "hash/pclht/pclht.h"
 #include "hash/dash/dash.h"
+#include "hash/levelhash/levelhash.h"
 
 namespace pmindex::hash {
 
@@ -13,6 +14,7 @@ std::vector<IndexRegistration> Registrations() {
       cceh::Registration(),   // cceh/cceh.h
       pclht::Registration(),  // pclht/pclht.h
       dash::Registration(),  // dash/dash.h
+      levelhash::Registration(),  // levelhash/levelhash.h
   };
 }
 
