@@ -2,6 +2,7 @@
 // dash.h; writes are in dash_insert.cc, splits in dash_split.cc, recovery and checks in
 // dash_maint.cc.
 #include "hash/dash/dash.h"
+#include "pm/prefetch.h"
 
 #include <cassert>
 
@@ -193,9 +194,8 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   const Bucket* b0 = bucket(seg, b);
   const Bucket* b1 = bucket(seg, next(b));
   // The pair lines of b and the metadata line of b+1 are fetched while b's metadata arrives.
-  for (int line = 1; line < 4; ++line)
-    __builtin_prefetch(reinterpret_cast<const char*>(b0) + 64 * line);
-  __builtin_prefetch(b1);
+  pm::PrefetchLines(b0, 64, 256);
+  pm::PrefetchLine(b1);
   uint64_t v0 = 0;
   VersionLock::ReadBegin(&b0->lock, gen_, &v0, wait);
   int i = probe(b0, key, fp);

@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "hash/dash/dash.h"
+#include "pm/prefetch.h"
 #include "pm/alloc.h"
 #include "pm/mutant.h"
 #include "pm/version_lock.h"
@@ -24,7 +25,7 @@ bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const {
   *seg = segment_for(kh);
   *b = kh.Home(geo_.normal);
   const uint32_t n = next(*b);
-  __builtin_prefetch(bucket(*seg, *b < n ? n : *b), 1);  // fetched while the first lock is taken
+  pm::PrefetchLine(bucket(*seg, *b < n ? n : *b));  // fetched while the first lock is taken
   VersionLock::LockInline(&bucket(*seg, *b < n ? *b : n)->lock, gen_);
   VersionLock::LockInline(&bucket(*seg, *b < n ? n : *b)->lock, gen_);
   const uint64_t dp = Ld(hdr(*seg)->depth_pattern);
