@@ -353,7 +353,7 @@ TEST(CcehCrashTest, RandomWorkloadImagesRecoverWithNothingLeaked) {
   uint64_t key = 0, value = 0;
   bool writes = false;
   std::vector<std::string> failures;
-  FenceImages hook(*index->pool(), Sanitized() ? 29 : 7,
+  FenceImages hook(*index->pool(), Sanitized() ? 11 : 7,
                    [&](const std::vector<char>& image, uint64_t fence, const char* which) {
                      std::string f = CheckImage(image, dir.file("crashed"), model, key,
                                                 writes ? &value : nullptr);
