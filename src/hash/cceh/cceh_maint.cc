@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "hash/cceh/cceh.h"
+#include "hash/common/traits.h"
 #include "pm/alloc.h"
 #include "pm/version_lock.h"
 
@@ -47,20 +48,11 @@ Result<Geometry> ParseGeometry(std::string_view params) {
 }
 
 IndexTraits CcehIndex::Traits() {
-  IndexTraits t;
-  t.name = "cceh";
-  t.kind = kCcehKind;
-  t.persistent = true;
-  t.ordered = false;
-  t.byte_keys = false;
-  t.max_key_size = 8;
-  t.max_value_size = 8;
-  t.concurrency =
+  return HashTraits(
+      "cceh", kCcehKind,
       "concurrent: per-segment writer locks; optimistic readers validate the segment version "
-      "and wait out writers";
-  t.durability = "every acknowledged operation survives power failure";
-  t.description = "CCEH: extendible hashing, directory of segments of 64-byte buckets";
-  return t;
+      "and wait out writers",
+      "CCEH: extendible hashing, directory of segments of 64-byte buckets");
 }
 
 const IndexTraits& CcehIndex::traits() const {

@@ -6,6 +6,7 @@
 
 #include <cassert>
 
+#include "hash/common/traits.h"
 #include "pm/alloc.h"
 #include "pm/mutant.h"
 #include "pm/version_lock.h"
@@ -15,20 +16,11 @@ namespace pmindex::hash::dash {
 using pm::VersionLock;
 
 IndexTraits DashTable::Traits() {
-  IndexTraits t;
-  t.name = "dash";
-  t.kind = kDashKind;
-  t.persistent = true;
-  t.ordered = false;
-  t.byte_keys = false;
-  t.max_key_size = 8;
-  t.max_value_size = 8;
-  t.concurrency =
+  return HashTraits(
+      "dash", kDashKind,
       "concurrent: writers lock a key's two buckets (optimistic version locks), readers take "
-      "no lock and validate; splits serialized";
-  t.durability = "every acknowledged operation survives power failure (ADR)";
-  t.description = "Dash-EH: extendible hashing, fingerprinted 256 B buckets, stash, displacement";
-  return t;
+      "no lock and validate; splits serialized",
+      "Dash-EH: extendible hashing, fingerprinted 256 B buckets, stash, displacement");
 }
 
 const IndexTraits& DashTable::traits() const {

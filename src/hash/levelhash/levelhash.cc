@@ -8,6 +8,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "hash/common/traits.h"
 #include "pm/alloc.h"
 #include "pm/seqlock.h"
 #include "pm/version_lock.h"
@@ -17,20 +18,11 @@ namespace pmindex::hash::levelhash {
 using pm::VersionLock;
 
 IndexTraits LevelHash::Traits() {
-  IndexTraits t;
-  t.name = "levelhash";
-  t.kind = kLevelHashKind;
-  t.persistent = true;
-  t.ordered = false;
-  t.byte_keys = false;
-  t.max_key_size = 8;
-  t.max_value_size = 8;
-  t.concurrency =
+  return HashTraits(
+      "levelhash", kLevelHashKind,
       "concurrent: writers lock their key's buckets (the authors' fine-grained locks, per "
-      "bucket); lock-free readers validate bucket versions; resizing excludes writers";
-  t.durability = "every acknowledged operation survives power failure";
-  t.description = "level hashing: two levels of 4-slot buckets, log-free writes, in-place resize";
-  return t;
+      "bucket); lock-free readers validate bucket versions; resizing excludes writers",
+      "level hashing: two levels of 4-slot buckets, log-free writes, in-place resize");
 }
 
 const IndexTraits& LevelHash::traits() const {

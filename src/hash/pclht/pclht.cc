@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "hash/common/traits.h"
 #include "pm/alloc.h"
 #include "pm/mix64.h"
 #include "pm/mutant.h"
@@ -13,20 +14,11 @@
 namespace pmindex::hash::pclht {
 
 IndexTraits PclhtIndex::Traits() {
-  IndexTraits t;
-  t.name = "pclht";
-  t.kind = kPclhtKind;
-  t.persistent = true;
-  t.ordered = false;
-  t.byte_keys = false;
-  t.max_key_size = 8;
-  t.max_value_size = 8;
-  t.concurrency =
+  return HashTraits(
+      "pclht", kPclhtKind,
       "concurrent: a lock per bucket chain; lock-free readers (they wait only for a writer "
-      "persisting in their chain); resizes by one thread, freezing chains one by one";
-  t.durability = "every acknowledged operation survives power failure";
-  t.description = "P-CLHT (RECIPE): cache-line buckets of 3 slots, chained, resized 2x";
-  return t;
+      "persisting in their chain); resizes by one thread, freezing chains one by one",
+      "P-CLHT (RECIPE): cache-line buckets of 3 slots, chained, resized 2x");
 }
 
 const IndexTraits& PclhtIndex::traits() const {
