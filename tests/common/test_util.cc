@@ -1,5 +1,7 @@
 #include "common/test_util.h"
 
+#include "pmindex/index.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -60,6 +62,17 @@ std::string IndexParamName(const ::testing::TestParamInfo<std::string>& info) {
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   }
   return n;
+}
+
+std::vector<std::string> WorkingIndexNames() {
+  std::vector<std::string> out;
+  for (const std::string& name : RegisteredIndexNames()) {
+    const IndexRegistration* reg = FindIndex(name);
+    if (reg->attach == nullptr && reg->make == nullptr) continue;
+    if (name == "testlist-broken") continue;
+    out.push_back(name);
+  }
+  return out;
 }
 
 }  // namespace pmindex::testing

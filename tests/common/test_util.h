@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "pm/mutant.h"
 
@@ -45,6 +46,11 @@ double CampaignTimeout();
 // GoogleTest's name for a test parameter that is an index name ("wbtree-so" -> "wbtree_so"):
 // INSTANTIATE_TEST_SUITE_P(Registry, Suite, ::testing::ValuesIn(names), IndexParamName).
 std::string IndexParamName(const ::testing::TestParamInfo<std::string>& info);
+
+// Every index of this program's registry that can be made (pool-backed or not), less the one
+// broken on purpose (testlist-broken, the crash machinery's reference): the registry-driven
+// suites' parameters.
+std::vector<std::string> WorkingIndexNames();
 
 }  // namespace pmindex::testing
 

@@ -24,17 +24,6 @@
 namespace pmindex::testing {
 namespace {
 
-std::vector<std::string> Names() {
-  std::vector<std::string> out;
-  for (const std::string& name : RegisteredIndexNames()) {
-    const IndexRegistration* reg = FindIndex(name);
-    if (reg->attach == nullptr && reg->make == nullptr) continue;
-    if (name == "testlist-broken") continue;  // broken on purpose (crash machinery's reference)
-    out.push_back(name);
-  }
-  return out;
-}
-
 std::string IntK(uint64_t k) { return std::string(IntKey(k).view()); }
 // A value names its key in its upper 40 bits and a per-thread sequence in the lower 24.
 uint64_t ValueFor(uint64_t key, uint64_t seq) { return (key << 24) | (seq & 0xFFFFFF); }
@@ -177,7 +166,8 @@ TEST_P(EveryIndexStressTest, ThreadsAgainstAcknowledgedOperations) {
   ASSERT_NO_FATAL_FAILURE(reopened.check_all());
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, EveryIndexStressTest, ::testing::ValuesIn(Names()),
+INSTANTIATE_TEST_SUITE_P(Registry, EveryIndexStressTest,
+                         ::testing::ValuesIn(WorkingIndexNames()),
                          pmindex::testing::IndexParamName);
 
 }  // namespace
