@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "pm/prefetch.h"
+#include "pm/racy.h"
 #include "pm/version_lock.h"
 
 namespace pmindex::btree {
@@ -47,24 +48,11 @@ struct WriteResult {
   uint32_t live = UINT32_MAX;  // live entries the write left (UINT32_MAX: not reported)
 };
 
-// Relaxed atomic loads and stores for fields that optimistic readers read while a writer may
-// change them (plain moves on x86; they keep ThreadSanitizer and the compiler honest).
-template <typename T>
-inline T Load(const T& x) {
-  return __atomic_load_n(&x, __ATOMIC_RELAXED);
-}
-template <typename T>
-inline void Store(T& x, T v) {
-  __atomic_store_n(&x, v, __ATOMIC_RELAXED);
-}
-template <typename T>
-inline T LoadAcquire(const T& x) {
-  return __atomic_load_n(&x, __ATOMIC_ACQUIRE);
-}
-template <typename T>
-inline void StoreRelease(T& x, T v) {
-  __atomic_store_n(&x, v, __ATOMIC_RELEASE);
-}
+// Racy field accesses: the one copy in pm/racy.h.
+using pm::Load;
+using pm::LoadAcquire;
+using pm::Store;
+using pm::StoreRelease;
 
 inline void CpuRelax() { _mm_pause(); }
 

@@ -75,15 +75,15 @@ Status DashTable::check(std::string_view key, std::string_view value, bool has_v
 }
 
 uint32_t DashTable::global_depth() const {
-  const uint64_t d = LdAcq(root_->directory);
-  return d == 0 ? 0 : static_cast<uint32_t>(Ld(dir_at(d)->depth));
+  const uint64_t d = LoadAcquire(root_->directory);
+  return d == 0 ? 0 : static_cast<uint32_t>(Load(dir_at(d)->depth));
 }
 
 uint64_t DashTable::segment_for(const KeyHash& kh) const {
-  const uint64_t d = LdAcq(root_->directory);
+  const uint64_t d = LoadAcquire(root_->directory);
   if (d == 0) return 0;
   const Directory* dir = dir_at(d);
-  return LdAcq(dir->seg[kh.DirIndex(static_cast<uint32_t>(Ld(dir->depth)))]);
+  return LoadAcquire(dir->seg[kh.DirIndex(static_cast<uint32_t>(Load(dir->depth)))]);
 }
 
 // ---- reads -------------------------------------------------------------------------------
@@ -105,15 +105,15 @@ inline uint32_t Candidates(const Bucket* b, uint8_t fp) {
   using Word = uint64_t __attribute__((may_alias));
   const Word* w = reinterpret_cast<const Word*>(b);
   const uint64_t pattern = 0x0101010101010101ull * fp;
-  const uint64_t w1 = Ld(w[1]);
-  const uint32_t match = (ZeroBytes(w1 ^ pattern) >> 6) | (ZeroBytes(Ld(w[2]) ^ pattern) << 2) |
-                         ((ZeroBytes(Ld(w[3]) ^ pattern) & 0xF) << 10);
+  const uint64_t w1 = Load(w[1]);
+  const uint32_t match = (ZeroBytes(w1 ^ pattern) >> 6) | (ZeroBytes(Load(w[2]) ^ pattern) << 2) |
+                         ((ZeroBytes(Load(w[3]) ^ pattern) & 0xF) << 10);
   return match & static_cast<uint32_t>(w1) & kAllocMask;
 #else  // byte loads: the writers' stores are bytes and words (TSan checks sizes)
   uint32_t match = 0;
-  for (uint32_t bm = Ld(b->bitmap) & kAllocMask; bm != 0; bm &= bm - 1) {
+  for (uint32_t bm = Load(b->bitmap) & kAllocMask; bm != 0; bm &= bm - 1) {
     const int i = __builtin_ctz(bm);
-    if (Ld(b->fp[i]) == fp) match |= 1u << i;
+    if (Load(b->fp[i]) == fp) match |= 1u << i;
   }
   return match;
 #endif
@@ -123,7 +123,7 @@ inline uint32_t Candidates(const Bucket* b, uint8_t fp) {
 int DashTable::probe(const Bucket* b, uint64_t key, uint8_t fp) const {
   for (uint32_t m = Candidates(b, fp); m != 0; m &= m - 1) {
     const int i = __builtin_ctz(m);
-    if (Ld(b->slot[i].key) == key) return i;
+    if (Load(b->slot[i].key) == key) return i;
   }
   return -1;
 }
@@ -132,13 +132,13 @@ namespace {
 // The stash buckets that overflow entries of `b` point to for fingerprint fp; `member`: the
 // entries of keys homed at the previous bucket.
 uint32_t OverflowTargets(const Bucket* b, uint8_t fp, bool member) {
-  const uint32_t valid = (Ld(b->bitmap) >> kOverflowShift) & 0xF;
+  const uint32_t valid = (Load(b->bitmap) >> kOverflowShift) & 0xF;
   if (valid == 0) return 0;
-  const uint32_t mem = Ld(b->ovf_member);
-  const uint32_t stash = Ld(b->ovf_stash);
+  const uint32_t mem = Load(b->ovf_member);
+  const uint32_t stash = Load(b->ovf_stash);
   uint32_t targets = 0;
   for (uint32_t e = 0; e < kOverflowFps; ++e) {
-    if (((valid >> e) & 1) && ((mem >> e) & 1) == member && Ld(b->ovf_fp[e]) == fp)
+    if (((valid >> e) & 1) && ((mem >> e) & 1) == member && Load(b->ovf_fp[e]) == fp)
       targets |= 1u << ((stash >> (2 * e)) & 3);
   }
   return targets;
@@ -146,7 +146,7 @@ uint32_t OverflowTargets(const Bucket* b, uint8_t fp, bool member) {
 }  // namespace
 
 uint32_t DashTable::stash_targets(uint64_t seg, uint32_t b, uint8_t fp) const {
-  if (Ld(hdr(seg)->ovf_count[b]) != 0) return (1u << geo_.stash) - 1;
+  if (Load(hdr(seg)->ovf_count[b]) != 0) return (1u << geo_.stash) - 1;
   return (OverflowTargets(bucket(seg, b), fp, false) |
           OverflowTargets(bucket(seg, next(b)), fp, true)) &
          ((1u << geo_.stash) - 1);
@@ -164,7 +164,7 @@ int DashTable::probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t
     uint64_t v = 0;
     VersionLock::ReadBegin(&sb->lock, gen_, &v, wait);
     const int i = probe(sb, key, fp);
-    const uint64_t got = i >= 0 ? Ld(sb->slot[i].value) : 0;
+    const uint64_t got = i >= 0 ? Load(sb->slot[i].value) : 0;
     if (!VersionLock::ReadValidate(&sb->lock, v, wait)) return -1;
     if (i >= 0) {
       *value = got;
@@ -192,7 +192,7 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   VersionLock::ReadBegin(&b0->lock, gen_, &v0, wait);
   int i = probe(b0, key, fp);
   if (i >= 0) {
-    *value = Ld(b0->slot[i].value);
+    *value = Load(b0->slot[i].value);
     return VersionLock::ReadValidate(&b0->lock, v0, wait) ? 1 : -1;
   }
   uint64_t v1 = 0;
@@ -200,12 +200,12 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   i = probe(b1, key, fp);
   int found;
   if (i >= 0) {
-    *value = Ld(b1->slot[i].value);
+    *value = Load(b1->slot[i].value);
     found = 1;
   } else {
     found = probe_stash(seg, b, kh, key, value);
   }
-  const uint64_t dp = found == 0 ? Ld(hdr(seg)->depth_pattern) : 0;
+  const uint64_t dp = found == 0 ? Load(hdr(seg)->depth_pattern) : 0;
   if (!VersionLock::ReadValidate(&b1->lock, v1, wait) ||
       !VersionLock::ReadValidate(&b0->lock, v0, wait)) {
     return -1;

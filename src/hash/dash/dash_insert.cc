@@ -28,7 +28,7 @@ bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const {
   pm::PrefetchLine(bucket(*seg, *b < n ? n : *b));  // fetched while the first lock is taken
   VersionLock::LockInline(&bucket(*seg, *b < n ? *b : n)->lock, gen_);
   VersionLock::LockInline(&bucket(*seg, *b < n ? n : *b)->lock, gen_);
-  const uint64_t dp = Ld(hdr(*seg)->depth_pattern);
+  const uint64_t dp = Load(hdr(*seg)->depth_pattern);
   if (kh.Pattern(DepthOf(dp)) == PatternOf(dp)) [[likely]]
     return true;
   unlock_pair(*seg, *b);  // a split moved the key's range: read the directory again
@@ -69,15 +69,15 @@ bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key
 // yet), then the alloc and member bits, one word, persisted: the commit.
 void DashTable::commit_slot(Bucket* bk, uint32_t slot, uint64_t key, uint64_t value, uint8_t fp,
                             bool member) {
-  St(bk->slot[slot].key, key);
-  St(bk->slot[slot].value, value);
-  St(bk->fp[slot], fp);
+  Store(bk->slot[slot].key, key);
+  Store(bk->slot[slot].value, value);
+  Store(bk->fp[slot], fp);
   pc_->flush(&bk->slot[slot], sizeof(Slot));
   pc_->flush(&bk->fp[slot], 1);
   if (!pm::mutant("dash.meta_before_kv")) pc_->fence();
-  uint32_t bm = Ld(bk->bitmap) | (1u << slot);
+  uint32_t bm = Load(bk->bitmap) | (1u << slot);
   bm = member ? bm | (1u << (kMemberShift + slot)) : bm & ~(1u << (kMemberShift + slot));
-  St(bk->bitmap, bm);
+  Store(bk->bitmap, bm);
   if (pm::mutant("dash.unlock_before_persist") && t_deferred_commit == nullptr) {
     t_deferred_commit = &bk->bitmap;
     return;
@@ -89,8 +89,8 @@ bool DashTable::insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t
                            uint64_t value) {
   Bucket* b0 = bucket(seg, b);
   Bucket* b1 = bucket(seg, next(b));
-  const uint32_t used0 = Ld(b0->bitmap) & slot_mask_;
-  const uint32_t used1 = Ld(b1->bitmap) & slot_mask_;
+  const uint32_t used0 = Load(b0->bitmap) & slot_mask_;
+  const uint32_t used1 = Load(b1->bitmap) & slot_mask_;
   const uint32_t free0 = ~used0 & slot_mask_;
   const uint32_t free1 = ~used1 & slot_mask_;
   if (free0 != 0 || free1 != 0) {  // balanced insert: the less full of b and b+1
@@ -110,7 +110,7 @@ bool DashTable::displace(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t k
                          uint64_t value) {
   const uint32_t n = next(b);
   Bucket* b1 = bucket(seg, n);
-  const uint32_t bm1 = Ld(b1->bitmap);
+  const uint32_t bm1 = Load(b1->bitmap);
   const uint32_t own1 = bm1 & slot_mask_ & ~(bm1 >> kMemberShift);
   if (own1 != 0 && next(n) != b) {
     const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(own1));
@@ -120,7 +120,7 @@ bool DashTable::displace(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t k
     }
   }
   Bucket* b0 = bucket(seg, b);
-  const uint32_t bm0 = Ld(b0->bitmap);
+  const uint32_t bm0 = Load(b0->bitmap);
   const uint32_t probing0 = bm0 & slot_mask_ & (bm0 >> kMemberShift);
   if (probing0 != 0 && prev(b) != n) {
     const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(probing0));
@@ -139,7 +139,7 @@ bool DashTable::move_pair(uint64_t seg, uint32_t from, uint32_t from_slot, uint3
                           bool to_member) {
   Bucket* t = bucket(seg, to);
   if (!VersionLock::TryLock(&t->lock, gen_)) return false;
-  const uint32_t free_to = ~Ld(t->bitmap) & slot_mask_;
+  const uint32_t free_to = ~Load(t->bitmap) & slot_mask_;
   SegmentHeader* h = hdr(seg);
   if (free_to == 0 || !VersionLock::TryLock(&h->move_lock, gen_)) {
     VersionLock::Unlock(&t->lock, gen_, false);
@@ -147,22 +147,22 @@ bool DashTable::move_pair(uint64_t seg, uint32_t from, uint32_t from_slot, uint3
   }
   const uint32_t to_slot = static_cast<uint32_t>(__builtin_ctz(free_to));
   Bucket* f = bucket(seg, from);
-  const uint64_t key = Ld(f->slot[from_slot].key);
-  const uint64_t value = Ld(f->slot[from_slot].value);
-  const uint8_t fp = Ld(f->fp[from_slot]);
+  const uint64_t key = Load(f->slot[from_slot].key);
+  const uint64_t value = Load(f->slot[from_slot].value);
+  const uint8_t fp = Load(f->fp[from_slot]);
   if (!pm::mutant("dash.displace_without_record")) {
-    St(h->move_record, kMoveValid | (uint64_t{from} << 24) | (uint64_t{from_slot} << 16) |
+    Store(h->move_record, kMoveValid | (uint64_t{from} << 24) | (uint64_t{from_slot} << 16) |
                            (uint64_t{to} << 8) | to_slot);
     pc_->persist(&h->move_record, 8);  // the record: recovery can find a half-done move
   }
   const bool clear_first = pm::mutant("dash.displace_clear_first");
   if (clear_first) {
-    St(f->bitmap, ClearSlotBits(Ld(f->bitmap), from_slot));
+    Store(f->bitmap, ClearSlotBits(Load(f->bitmap), from_slot));
     pc_->persist(&f->bitmap, 4);
   }
   commit_slot(t, to_slot, key, value, fp, to_member);  // the key is in both slots now
   if (!clear_first) {
-    St(f->bitmap, ClearSlotBits(Ld(f->bitmap), from_slot));
+    Store(f->bitmap, ClearSlotBits(Load(f->bitmap), from_slot));
     pc_->persist(&f->bitmap, 4);  // the move is done
   }
   VersionLock::Unlock(&h->move_lock, gen_);
@@ -175,21 +175,21 @@ bool DashTable::move_pair(uint64_t seg, uint32_t from, uint32_t from_slot, uint3
 const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
   for (int member = 0; member < 2; ++member) {
     Bucket* bk = bucket(seg, member ? next(b) : b);
-    const uint32_t bm = Ld(bk->bitmap);
+    const uint32_t bm = Load(bk->bitmap);
     const uint32_t free = ~(bm >> kOverflowShift) & 0xF;
     if (free == 0) continue;
     const uint32_t e = static_cast<uint32_t>(__builtin_ctz(free));
-    St(bk->ovf_fp[e], fp);
-    St(bk->ovf_stash, static_cast<uint8_t>((Ld(bk->ovf_stash) & ~(3u << (2 * e))) |
+    Store(bk->ovf_fp[e], fp);
+    Store(bk->ovf_stash, static_cast<uint8_t>((Load(bk->ovf_stash) & ~(3u << (2 * e))) |
                                            (stash << (2 * e))));
-    St(bk->ovf_member, static_cast<uint8_t>((Ld(bk->ovf_member) & ~(1u << e)) |
+    Store(bk->ovf_member, static_cast<uint8_t>((Load(bk->ovf_member) & ~(1u << e)) |
                                             (uint32_t(member) << e)));
-    St(bk->bitmap, bm | (1u << (kOverflowShift + e)));
+    Store(bk->bitmap, bm | (1u << (kOverflowShift + e)));
     return &bk->bitmap;
   }
   uint8_t& count = hdr(seg)->ovf_count[b];
-  assert(Ld(count) < 255);  // at most stash x slots keys (56) are counted
-  St(count, static_cast<uint8_t>(Ld(count) + 1));
+  assert(Load(count) < 255);  // at most stash x slots keys (56) are counted
+  Store(count, static_cast<uint8_t>(Load(count) + 1));
   return &count;
 }
 
@@ -197,19 +197,19 @@ const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32
 const void* DashTable::remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
   for (int member = 0; member < 2; ++member) {
     Bucket* bk = bucket(seg, member ? next(b) : b);
-    const uint32_t bm = Ld(bk->bitmap);
-    const uint32_t mem = Ld(bk->ovf_member);
-    const uint32_t st = Ld(bk->ovf_stash);
+    const uint32_t bm = Load(bk->bitmap);
+    const uint32_t mem = Load(bk->ovf_member);
+    const uint32_t st = Load(bk->ovf_stash);
     for (uint32_t e = 0; e < kOverflowFps; ++e) {
       if (((bm >> (kOverflowShift + e)) & 1) && ((mem >> e) & 1) == uint32_t(member) &&
-          Ld(bk->ovf_fp[e]) == fp && ((st >> (2 * e)) & 3) == stash) {
-        St(bk->bitmap, bm & ~(1u << (kOverflowShift + e)));
+          Load(bk->ovf_fp[e]) == fp && ((st >> (2 * e)) & 3) == stash) {
+        Store(bk->bitmap, bm & ~(1u << (kOverflowShift + e)));
         return &bk->bitmap;
       }
     }
   }
   uint8_t& count = hdr(seg)->ovf_count[b];
-  if (Ld(count) != 0) St(count, static_cast<uint8_t>(Ld(count) - 1));
+  if (Load(count) != 0) Store(count, static_cast<uint8_t>(Load(count) - 1));
   return &count;
 }
 
@@ -221,20 +221,20 @@ bool DashTable::stash_insert(uint64_t seg, uint32_t b, const KeyHash& kh, uint64
   for (uint32_t s = 0; s < geo_.stash; ++s) {
     Bucket* sb = bucket(seg, geo_.normal + s);
     VersionLock::Lock(&sb->lock, gen_);
-    const uint32_t free = ~Ld(sb->bitmap) & slot_mask_;
+    const uint32_t free = ~Load(sb->bitmap) & slot_mask_;
     if (free == 0) {
       VersionLock::Unlock(&sb->lock, gen_, false);
       continue;
     }
     const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(free));
-    St(sb->slot[slot].key, key);
-    St(sb->slot[slot].value, value);
-    St(sb->fp[slot], kh.Fp());
+    Store(sb->slot[slot].key, key);
+    Store(sb->slot[slot].value, value);
+    Store(sb->fp[slot], kh.Fp());
     pc_->flush(&sb->slot[slot], sizeof(Slot));
     pc_->flush(&sb->fp[slot], 1);
     if (!late_meta) pc_->flush(add_overflow(seg, b, kh.Fp(), s), 1);
     pc_->fence();
-    St(sb->bitmap, Ld(sb->bitmap) | (1u << slot));
+    Store(sb->bitmap, Load(sb->bitmap) | (1u << slot));
     pc_->persist(&sb->bitmap, 4);  // commit
     if (late_meta) pc_->persist(add_overflow(seg, b, kh.Fp(), s), 1);
     VersionLock::Unlock(&sb->lock, gen_);
@@ -245,7 +245,7 @@ bool DashTable::stash_insert(uint64_t seg, uint32_t b, const KeyHash& kh, uint64
 
 Status DashTable::create_first() {
   std::lock_guard<std::mutex> lock(split_mu_);
-  if (Ld(root_->directory) != 0) return Status::OK();
+  if (Load(root_->directory) != 0) return Status::OK();
   pm::Allocator& a = pool_->allocator();
   Result<uint64_t> seg = a.allocate(geo_.SegmentBytes(), true);
   if (!seg.ok()) return seg.status();
@@ -257,7 +257,7 @@ Status DashTable::create_first() {
   pc_->flush(base_ + *seg, geo_.SegmentBytes());  // depth 0, pattern 0, every bucket empty
   dir_at(*dir)->seg[0] = *seg;
   pc_->persist(dir_at(*dir), DirectoryBytes(0));
-  StRel(root_->directory, *dir);  // commit: before it, both blocks are unreachable
+  StoreRelease(root_->directory, *dir);  // commit: before it, both blocks are unreachable
   pc_->persist(&root_->directory, 8);
   return Status::OK();
 }
@@ -267,7 +267,7 @@ Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
   const KeyHash kh(key);
   auto guard = pool_->allocator().epoch_guard();
   *retry = true;
-  if (LdAcq(root_->directory) == 0) {
+  if (LoadAcquire(root_->directory) == 0) {
     if (op == Op::kUpdate) {
       *retry = false;
       return Status::NotFound();
@@ -285,13 +285,13 @@ Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
       s = Status::AlreadyExists();
     } else {
       Slot& sl = bucket(seg, loc.bucket)->slot[loc.slot];
-      St(sl.value, value);
+      Store(sl.value, value);
       pc_->persist(&sl.value, 8);  // commit: one 8-byte store
     }
   } else if (op == Op::kUpdate) {
     s = Status::NotFound();
   } else if (!insert_new(seg, b, kh, key, value)) {
-    const uint64_t dp = Ld(hdr(seg)->depth_pattern);
+    const uint64_t dp = Load(hdr(seg)->depth_pattern);
     unlock_pair(seg, b);
     *retry = true;
     return split(seg, dp);
@@ -320,7 +320,7 @@ Status DashTable::put(Op op, uint64_t key, uint64_t value) {
 Status DashTable::erase(uint64_t key) {
   const KeyHash kh(key);
   auto guard = pool_->allocator().epoch_guard();
-  if (LdAcq(root_->directory) == 0) return Status::NotFound();
+  if (LoadAcquire(root_->directory) == 0) return Status::NotFound();
   uint64_t seg;
   uint32_t b;
   while (!lock_pair(kh, &seg, &b)) {
@@ -332,11 +332,11 @@ Status DashTable::erase(uint64_t key) {
   }
   Bucket* bk = bucket(seg, loc.bucket);
   if (loc.bucket < geo_.normal) {
-    St(bk->bitmap, ClearSlotBits(Ld(bk->bitmap), loc.slot));
+    Store(bk->bitmap, ClearSlotBits(Load(bk->bitmap), loc.slot));
     pc_->persist(&bk->bitmap, 4);  // commit
   } else {
     VersionLock::Lock(&bk->lock, gen_);  // other homes' inserts share the stash bucket
-    St(bk->bitmap, ClearSlotBits(Ld(bk->bitmap), loc.slot));
+    Store(bk->bitmap, ClearSlotBits(Load(bk->bitmap), loc.slot));
     pc_->persist(&bk->bitmap, 4);  // commit; the overflow entry after it is only a hint
     VersionLock::Unlock(&bk->lock, gen_);
     pc_->persist(remove_overflow(seg, b, kh.Fp(), loc.bucket - geo_.normal), 1);

@@ -21,12 +21,12 @@ bool DashTable::valid_segment(uint64_t off) const {
 }
 
 Status DashTable::load_directory(Directory** dir, uint32_t* depth) const {
-  const uint64_t off = Ld(root_->directory);
+  const uint64_t off = Load(root_->directory);
   *dir = nullptr;
   if (off == 0) return Status::OK();
   if (off % 64 != 0 || off + 64 > pool_->size()) return Damaged("directory offset out of pool");
   Directory* d = dir_at(off);
-  const uint64_t g = Ld(d->depth);
+  const uint64_t g = Load(d->depth);
   if (g > 30 || off + DirectoryBytes(static_cast<uint32_t>(g)) > pool_->size())
     return Damaged("directory depth " + std::to_string(g));
   *dir = d;
@@ -38,25 +38,25 @@ Status DashTable::load_directory(Directory** dir, uint32_t* depth) const {
 // (crash argument in dash.h) the upper half of the range may name the new segment instead:
 // redo C, E and D. Anything else is damage.
 Status DashTable::finish_split(Directory* dir, uint32_t g, uint64_t i) {
-  const uint64_t seg = Ld(dir->seg[i]);
+  const uint64_t seg = Load(dir->seg[i]);
   if (!valid_segment(seg)) return Damaged("entry " + std::to_string(i) + " names no segment");
   SegmentHeader* s = hdr(seg);
-  const uint64_t dp = Ld(s->depth_pattern);
+  const uint64_t dp = Load(s->depth_pattern);
   const uint32_t d = DepthOf(dp);
   const uint64_t p = PatternOf(dp);
   if (d > g || (i >> (g - d)) != p || (i & ((uint64_t{1} << (g - d)) - 1)) != 0)
     return Damaged("entry " + std::to_string(i) + " names a segment of another range");
   const uint64_t span = uint64_t{1} << (g - d);
   for (uint64_t j = i + 1; j < i + span; ++j) {
-    const uint64_t other = Ld(dir->seg[j]);
+    const uint64_t other = Load(dir->seg[j]);
     if (other == seg) continue;
     if (j < i + span / 2 || !valid_segment(other) ||
-        Ld(hdr(other)->depth_pattern) != DepthPattern(d + 1, 2 * p + 1)) {
+        Load(hdr(other)->depth_pattern) != DepthPattern(d + 1, 2 * p + 1)) {
       return Damaged("entry " + std::to_string(j) + " names a segment of another range");
     }
     point_directory(dir, d + 1, 2 * p + 1, other);  // C
     remove_moved(seg, d);                            // E
-    St(s->depth_pattern, DepthPattern(d + 1, 2 * p));
+    Store(s->depth_pattern, DepthPattern(d + 1, 2 * p));
     pc_->persist(&s->depth_pattern, 8);              // D
     return Status::OK();
   }
@@ -66,7 +66,7 @@ Status DashTable::finish_split(Directory* dir, uint32_t g, uint64_t i) {
 // The move record names two slots that both hold its key: the crash came between the
 // move's two commits. The old slot is cleared (the new one is committed and durable).
 void DashTable::finish_move(uint64_t seg) {
-  const uint64_t rec = Ld(hdr(seg)->move_record);
+  const uint64_t rec = Load(hdr(seg)->move_record);
   if ((rec & kMoveValid) == 0) return;
   const uint32_t from = (rec >> 24) & 0xFF, from_slot = (rec >> 16) & 0xFF;
   const uint32_t to = (rec >> 8) & 0xFF, to_slot = rec & 0xFF;
@@ -76,9 +76,9 @@ void DashTable::finish_move(uint64_t seg) {
   }
   Bucket* f = bucket(seg, from);
   const Bucket* t = bucket(seg, to);
-  if (((Ld(f->bitmap) >> from_slot) & 1) && ((Ld(t->bitmap) >> to_slot) & 1) &&
-      Ld(f->slot[from_slot].key) == Ld(t->slot[to_slot].key)) {
-    St(f->bitmap, Ld(f->bitmap) & ~((1u << from_slot) | (1u << (kMemberShift + from_slot))));
+  if (((Load(f->bitmap) >> from_slot) & 1) && ((Load(t->bitmap) >> to_slot) & 1) &&
+      Load(f->slot[from_slot].key) == Load(t->slot[to_slot].key)) {
+    Store(f->bitmap, Load(f->bitmap) & ~((1u << from_slot) | (1u << (kMemberShift + from_slot))));
     pc_->persist(&f->bitmap, 4);
   }
 }
@@ -89,9 +89,9 @@ Status DashTable::recover() {
   if (Status s = load_directory(&dir, &g); !s.ok() || dir == nullptr) return s;
   for (uint64_t i = 0; i < (uint64_t{1} << g);) {
     if (Status s = finish_split(dir, g, i); !s.ok()) return s;
-    const uint64_t seg = Ld(dir->seg[i]);
+    const uint64_t seg = Load(dir->seg[i]);
     finish_move(seg);
-    i += uint64_t{1} << (g - DepthOf(Ld(hdr(seg)->depth_pattern)));
+    i += uint64_t{1} << (g - DepthOf(Load(hdr(seg)->depth_pattern)));
   }
   return Status::OK();
 }
@@ -101,15 +101,15 @@ Status DashTable::walk(FunctionRef<Status(uint64_t, uint64_t)> fn) const {
   uint32_t g;
   if (Status s = load_directory(&dir, &g); !s.ok() || dir == nullptr) return s;
   for (uint64_t i = 0; i < (uint64_t{1} << g);) {
-    const uint64_t seg = Ld(dir->seg[i]);
+    const uint64_t seg = Load(dir->seg[i]);
     if (!valid_segment(seg)) return Damaged("entry " + std::to_string(i) + " names no segment");
-    const uint64_t dp = Ld(hdr(seg)->depth_pattern);
+    const uint64_t dp = Load(hdr(seg)->depth_pattern);
     const uint32_t d = DepthOf(dp);
     if (d > g || (i >> (g - d)) != PatternOf(dp))
       return Damaged("entry " + std::to_string(i) + " names a segment of another range");
     const uint64_t span = uint64_t{1} << (g - d);
     for (uint64_t j = i + 1; j < i + span; ++j) {
-      if (Ld(dir->seg[j]) != seg)
+      if (Load(dir->seg[j]) != seg)
         return Damaged("entry " + std::to_string(j) + " names a segment of another range");
     }
     if (Status s = fn(seg, i); !s.ok()) return s;
@@ -120,7 +120,7 @@ Status DashTable::walk(FunctionRef<Status(uint64_t, uint64_t)> fn) const {
 
 Status DashTable::visit_blocks(BlockVisitor& visitor) {
   if (pool_ == nullptr) return Status::OK();
-  const uint64_t dir = Ld(root_->directory);
+  const uint64_t dir = Load(root_->directory);
   if (dir == 0) return Status::OK();
   if (Status s = visitor.visit(dir); !s.ok()) return s;
   return walk([&](uint64_t seg, uint64_t) { return visitor.visit(seg); });
@@ -130,7 +130,7 @@ IndexStats DashTable::stats() {
   IndexStats st;
   if (pool_ == nullptr) return st;
   auto guard = pool_->allocator().epoch_guard();
-  const uint64_t dir = LdAcq(root_->directory);
+  const uint64_t dir = LoadAcquire(root_->directory);
   if (dir == 0) return st;
   const pm::Allocator& a = pool_->allocator();
   st.pm_bytes = a.block_size(dir);
@@ -139,7 +139,7 @@ IndexStats DashTable::stats() {
     ++segments;
     st.pm_bytes += a.block_size(seg);
     for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
-      const uint32_t n = __builtin_popcount(Ld(bucket(seg, i)->bitmap) & kAllocMask);
+      const uint32_t n = __builtin_popcount(Load(bucket(seg, i)->bitmap) & kAllocMask);
       st.keys += n;
       if (i >= geo_.normal) stash_keys += n;
     }
@@ -156,14 +156,14 @@ IndexStats DashTable::stats() {
 Status DashTable::for_each(ScanCallback fn) {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
   auto guard = pool_->allocator().epoch_guard();
-  const uint64_t dir_off = LdAcq(root_->directory);
+  const uint64_t dir_off = LoadAcquire(root_->directory);
   if (dir_off == 0) return Status::OK();
   const Directory* dir = dir_at(dir_off);
-  const uint32_t g = static_cast<uint32_t>(Ld(dir->depth));
+  const uint32_t g = static_cast<uint32_t>(Load(dir->depth));
   std::vector<Slot> pairs;
   for (uint64_t i = 0; i < (uint64_t{1} << g);) {
-    const uint64_t seg = LdAcq(dir->seg[i]);
-    const uint64_t dp = Ld(hdr(seg)->depth_pattern);
+    const uint64_t seg = LoadAcquire(dir->seg[i]);
+    const uint64_t dp = Load(hdr(seg)->depth_pattern);
     const uint32_t d = std::min(DepthOf(dp), g);
     pairs.clear();
     for (uint32_t b = 0; b < geo_.normal + geo_.stash; ++b) {
@@ -172,9 +172,9 @@ Status DashTable::for_each(ScanCallback fn) {
       for (;;) {
         uint64_t v = 0;
         VersionLock::ReadBegin(&bk->lock, gen_, &v);
-        for (uint32_t m = Ld(bk->bitmap) & kAllocMask; m != 0; m &= m - 1) {
+        for (uint32_t m = Load(bk->bitmap) & kAllocMask; m != 0; m &= m - 1) {
           const int j = __builtin_ctz(m);
-          pairs.push_back({Ld(bk->slot[j].key), Ld(bk->slot[j].value)});
+          pairs.push_back({Load(bk->slot[j].key), Load(bk->slot[j].value)});
         }
         if (VersionLock::ReadValidate(&bk->lock, v)) break;
         pairs.resize(mark);

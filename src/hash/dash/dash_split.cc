@@ -31,13 +31,13 @@ void DashTable::unlock_all(uint64_t seg) const {
 Status DashTable::split(uint64_t seg, uint64_t dp) {
   std::lock_guard<std::mutex> lock(split_mu_);
   SegmentHeader* s = hdr(seg);
-  if (Ld(s->depth_pattern) != dp) return Status::OK();  // another thread split it
+  if (Load(s->depth_pattern) != dp) return Status::OK();  // another thread split it
   const uint32_t d = DepthOf(dp);
   const uint64_t p = PatternOf(dp);
   if (d >= kMaxDepth) return Status::OutOfSpace("dash: segment at the deepest local depth");
   lock_all(seg);
-  uint64_t dir_off = LdAcq(root_->directory);
-  if (d == Ld(dir_at(dir_off)->depth)) {
+  uint64_t dir_off = LoadAcquire(root_->directory);
+  if (d == Load(dir_at(dir_off)->depth)) {
     Result<uint64_t> doubled = double_directory(dir_off);
     if (!doubled.ok()) {
       unlock_all(seg);
@@ -55,14 +55,14 @@ Status DashTable::split(uint64_t seg, uint64_t dp) {
   if (!late_segment) pc_->persist(base_ + *fresh, geo_.SegmentBytes());  // A
   const bool early_depth = pm::mutant("dash.depth_before_directory");
   if (early_depth) {
-    St(s->depth_pattern, DepthPattern(d + 1, 2 * p));
+    Store(s->depth_pattern, DepthPattern(d + 1, 2 * p));
     pc_->persist(&s->depth_pattern, 8);
   }
   point_directory(dir_at(dir_off), d + 1, 2 * p + 1, *fresh);  // C: N is reachable
   if (late_segment) pc_->persist(base_ + *fresh, geo_.SegmentBytes());
   remove_moved(seg, d);  // E
   if (!early_depth) {
-    St(s->depth_pattern, DepthPattern(d + 1, 2 * p));
+    Store(s->depth_pattern, DepthPattern(d + 1, 2 * p));
     pc_->persist(&s->depth_pattern, 8);  // D: the split is complete
   }
   unlock_all(seg);
@@ -73,18 +73,18 @@ Status DashTable::split(uint64_t seg, uint64_t dp) {
 // names it (one 8-byte store, persisted); the old one is retired through the epoch.
 Result<uint64_t> DashTable::double_directory(uint64_t dir_off) {
   const Directory* old = dir_at(dir_off);
-  const uint32_t g = static_cast<uint32_t>(Ld(old->depth));
+  const uint32_t g = static_cast<uint32_t>(Load(old->depth));
   Result<uint64_t> fresh = pool_->allocator().allocate(DirectoryBytes(g + 1), true);
   if (!fresh.ok()) return fresh.status();
   Directory* nd = dir_at(*fresh);
   nd->depth = g + 1;
   for (uint64_t i = 0; i < (uint64_t{1} << g); ++i) {
-    const uint64_t seg = Ld(old->seg[i]);
+    const uint64_t seg = Load(old->seg[i]);
     nd->seg[2 * i] = seg;
     nd->seg[2 * i + 1] = seg;
   }
   pc_->persist(nd, DirectoryBytes(g + 1));
-  StRel(root_->directory, *fresh);  // commit: before it, the new directory is unreachable
+  StoreRelease(root_->directory, *fresh);  // commit: before it, the new directory is unreachable
   pc_->persist(&root_->directory, 8);
   pool_->allocator().retire(dir_off);
   return *fresh;
@@ -97,14 +97,14 @@ void DashTable::build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth,
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
     const Bucket* from = bucket(seg, i);
     Bucket* to = bucket(fresh, i);
-    const uint32_t bm = Ld(from->bitmap);
+    const uint32_t bm = Load(from->bitmap);
     uint32_t moved = 0;
     for (uint32_t alloc = bm & kAllocMask; alloc != 0; alloc &= alloc - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
-      const uint64_t key = Ld(from->slot[j].key);
+      const uint64_t key = Load(from->slot[j].key);
       if (!MovesAtSplit(key, depth)) continue;
-      to->slot[j] = {key, Ld(from->slot[j].value)};
-      to->fp[j] = Ld(from->fp[j]);
+      to->slot[j] = {key, Load(from->slot[j].value)};
+      to->fp[j] = Load(from->fp[j]);
       moved |= 1u << j;
     }
     to->bitmap = moved | (bm & (moved << kMemberShift));
@@ -115,10 +115,10 @@ void DashTable::build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth,
 
 void DashTable::point_directory(Directory* dir, uint32_t depth, uint64_t pattern,
                                 uint64_t target) {
-  const uint32_t g = static_cast<uint32_t>(Ld(dir->depth));
+  const uint32_t g = static_cast<uint32_t>(Load(dir->depth));
   const uint64_t first = pattern << (g - depth);
   const uint64_t count = uint64_t{1} << (g - depth);
-  for (uint64_t i = 0; i < count; ++i) StRel(dir->seg[first + i], target);  // publishes N
+  for (uint64_t i = 0; i < count; ++i) StoreRelease(dir->seg[first + i], target);  // publishes N
   pc_->persist(&dir->seg[first], count * 8);
 }
 
@@ -127,13 +127,13 @@ void DashTable::point_directory(Directory* dir, uint32_t depth, uint64_t pattern
 void DashTable::remove_moved(uint64_t seg, uint32_t depth) {
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
     Bucket* b = bucket(seg, i);
-    uint32_t bm = Ld(b->bitmap);
+    uint32_t bm = Load(b->bitmap);
     for (uint32_t alloc = bm & kAllocMask; alloc != 0; alloc &= alloc - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
-      if (MovesAtSplit(Ld(b->slot[j].key), depth))
+      if (MovesAtSplit(Load(b->slot[j].key), depth))
         bm &= ~((1u << j) | (1u << (kMemberShift + j)));
     }
-    St(b->bitmap, bm);
+    Store(b->bitmap, bm);
   }
   rebuild_overflow(seg);
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) pc_->flush(&bucket(seg, i)->bitmap, 24);
@@ -145,14 +145,14 @@ void DashTable::rebuild_overflow(uint64_t seg) {
   SegmentHeader* h = hdr(seg);
   for (uint32_t i = 0; i < geo_.normal; ++i) {
     Bucket* b = bucket(seg, i);
-    St(b->bitmap, Ld(b->bitmap) & ((1u << kOverflowShift) - 1));
-    St(h->ovf_count[i], uint8_t{0});
+    Store(b->bitmap, Load(b->bitmap) & ((1u << kOverflowShift) - 1));
+    Store(h->ovf_count[i], uint8_t{0});
   }
   for (uint32_t s = 0; s < geo_.stash; ++s) {
     const Bucket* sb = bucket(seg, geo_.normal + s);
-    for (uint32_t alloc = Ld(sb->bitmap) & kAllocMask; alloc != 0; alloc &= alloc - 1) {
+    for (uint32_t alloc = Load(sb->bitmap) & kAllocMask; alloc != 0; alloc &= alloc - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
-      const KeyHash kh(Ld(sb->slot[j].key));
+      const KeyHash kh(Load(sb->slot[j].key));
       add_overflow(seg, kh.Home(geo_.normal), kh.Fp(), s);
     }
   }

@@ -17,31 +17,31 @@ Status Breach(uint64_t seg, uint32_t b, uint32_t slot, const std::string& what) 
 
 // Does an overflow entry of home b (or of b+1, as member) or b's counter cover a stash key?
 bool DashTable::overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const {
-  return Ld(hdr(seg)->ovf_count[b]) != 0 || ((stash_targets(seg, b, fp) >> stash) & 1);
+  return Load(hdr(seg)->ovf_count[b]) != 0 || ((stash_targets(seg, b, fp) >> stash) & 1);
 }
 
 Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
-  const uint64_t dp = Ld(hdr(seg)->depth_pattern);
+  const uint64_t dp = Load(hdr(seg)->depth_pattern);
   std::vector<uint64_t> seen;
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
     const Bucket* bk = bucket(seg, i);
-    const uint32_t bm = Ld(bk->bitmap);
+    const uint32_t bm = Load(bk->bitmap);
     if ((bm & kAllocMask & ~slot_mask_) != 0) return Breach(seg, i, 0, "alloc bit of unused slot");
     if (i < geo_.normal) {
       const uint32_t valid = (bm >> kOverflowShift) & 0xF;
       for (uint32_t e = 0; e < kOverflowFps; ++e) {
-        if (((valid >> e) & 1) && ((Ld(bk->ovf_stash) >> (2 * e)) & 3) >= geo_.stash)
+        if (((valid >> e) & 1) && ((Load(bk->ovf_stash) >> (2 * e)) & 3) >= geo_.stash)
           return Breach(seg, i, e, "overflow entry names no stash bucket");
       }
     }
     for (uint32_t m = bm & kAllocMask; m != 0; m &= m - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(m));
-      const uint64_t key = Ld(bk->slot[j].key);
+      const uint64_t key = Load(bk->slot[j].key);
       const KeyHash kh(key);
       seen.push_back(key);
       if (kh.Pattern(DepthOf(dp)) != PatternOf(dp))
         return Breach(seg, i, j, "key outside the segment's pattern");
-      if (Ld(bk->fp[j]) != kh.Fp()) return Breach(seg, i, j, "fingerprint differs from key's");
+      if (Load(bk->fp[j]) != kh.Fp()) return Breach(seg, i, j, "fingerprint differs from key's");
       const uint32_t home = kh.Home(geo_.normal);
       if (i < geo_.normal) {
         const bool member = (bm >> (kMemberShift + j)) & 1;

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "pm/mix64.h"
+#include "pm/racy.h"
 #include "pmindex/pool.h"
 
 namespace pmindex::hash::dash {
@@ -169,22 +170,10 @@ struct KeyHash {
 
 // Racy accesses to bucket, header and directory words are relaxed atomics (TSan-clean; plain
 // loads and stores on x86); the orderings are VersionLock's (pm/seqlock.h).
-template <typename T>
-inline T Ld(const T& x) {
-  return __atomic_load_n(&x, __ATOMIC_RELAXED);
-}
-template <typename T>
-inline void St(T& x, T v) {
-  __atomic_store_n(&x, v, __ATOMIC_RELAXED);
-}
-template <typename T>
-inline T LdAcq(const T& x) {
-  return __atomic_load_n(&x, __ATOMIC_ACQUIRE);
-}
-template <typename T>
-inline void StRel(T& x, T v) {
-  __atomic_store_n(&x, v, __ATOMIC_RELEASE);
-}
+using pm::Load;  // pm/racy.h
+using pm::LoadAcquire;
+using pm::Store;
+using pm::StoreRelease;
 
 }  // namespace pmindex::hash::dash
 

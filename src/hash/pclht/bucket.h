@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "pm/racy.h"
 #include "pmindex/pool.h"
 
 namespace pmindex::hash::pclht {
@@ -69,14 +70,8 @@ inline uint64_t TableOffset(uint64_t word) { return word & ~kLog2Mask; }
 inline uint32_t TableLog2(uint64_t word) { return static_cast<uint32_t>(word & kLog2Mask); }
 inline uint64_t TableWord(uint64_t offset, uint32_t log2) { return offset | log2; }
 
-template <typename T>
-inline T LoadAcquire(const T& word) {
-  return __atomic_load_n(&word, __ATOMIC_ACQUIRE);
-}
-template <typename T>
-inline void StoreRelease(T& word, T value) {
-  __atomic_store_n(&word, value, __ATOMIC_RELEASE);
-}
+using pm::LoadAcquire;  // pm/racy.h
+using pm::StoreRelease;
 
 enum class SlotRead : uint8_t { kOther, kHit, kTorn };
 
