@@ -10,7 +10,8 @@
 #                                               shuffled id order, tools/peers/driver.h)
 #   scripts/peers.sh summary PEERS [RESULTS]    medians and per-round ratios of a results dir
 #
-# PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart, CCEH.
+# PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart, CCEH,
+# Level-Hashing.
 # OUT is $PEERS_OUT, default PEERS/out. The peers are copied into OUT/src and changed there by the sed
 # scripts in tools/peers/sed/; PEERS itself is never written.
 #
@@ -38,7 +39,7 @@ die() {
 
 need_peers() {
   local d
-  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart CCEH; do
+  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart CCEH Level-Hashing; do
     [[ -d $PEERS/$d ]] || die "$PEERS/$d is missing (fetch the peers' sources first)"
   done
   # P-ART uses TBB's containers; ICPP-RNTree includes <numa.h>.
@@ -193,6 +194,27 @@ build_pclht() {
   done
 }
 
+build_levelhash() {
+  fresh_copy Level-Hashing
+  local src=$OUT/src/Level-Hashing/persistent_level_hashing
+  apply_sed levelhash.sed 'strlen\(key\)|strcmp|clflush %0|"mfence"|quartz' \
+    "$src/level_hashing.h" "$src/log.h" "$src/pflush.h" "$src/level_hashing.c"
+  local mode flags
+  for mode in adr eadr; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    # pflush.c is not compiled: the driver defines pflush, pmalloc and pfree.
+    $CC -std=gnu11 $OPT $flags -w -include "$TOOLS/peer_persist.h" -c "$src/level_hashing.c" \
+      -o "$OUT/obj/level_hashing_$mode.o"
+    $CC -std=gnu11 $OPT $flags -w -include "$TOOLS/peer_persist.h" -c "$src/log.c" \
+      -o "$OUT/obj/level_log_$mode.o"
+    $CC -std=gnu11 $OPT -w -c "$src/hash.c" -o "$OUT/obj/level_hash_fn.o"
+    $CXX -std=c++20 $OPT $flags -I"$src" -I"$REPO" -I"$REPO/src" "$TOOLS/levelhash_drv.cc" \
+      "$OUT/obj/level_hashing_$mode.o" "$OUT/obj/level_log_$mode.o" "$OUT/obj/level_hash_fn.o" \
+      "$OUT/obj/generators.o" -o "$OUT/bin/levelhash_$mode" -lm
+  done
+}
+
 build_libart() {
   fresh_copy libart
   local src=$OUT/src/libart/src
@@ -212,6 +234,7 @@ cmd_build_peers() {
   build_pclht
   build_libart
   build_cceh
+  build_levelhash
 }
 
 cmd_build() {
@@ -241,6 +264,7 @@ pairs() {
     echo "part_$m|pmindex_drv part $m"
     echo "cceh_$m|pmindex_drv cceh $m"
     echo "pclht_$m|pmindex_drv pclht $m"
+    echo "levelhash_$m|pmindex_drv levelhash $m"
   done
   echo "libart|pmindex_drv art volatile"
 }
