@@ -247,8 +247,6 @@ cmd_build() {
 }
 
 # Pairs of one round: peer command | pmindex counterpart (binaries in OUT/bin, N appended).
-# FAST_FAIR has no single counterpart in pmindex; the doc sets it against the best B+tree of
-# the same round.
 pairs() {
   local m
   for m in adr eadr; do
@@ -258,7 +256,7 @@ pairs() {
     echo "icpp_$m nvtree|pmindex_drv nvtree $m"
     echo "icpp_$m wbtree|pmindex_drv wbtree $m"
     echo "icpp_$m wbtree8|pmindex_drv wbtree-so $m"
-    echo "fastfair_$m|"
+    echo "fastfair_$m|pmindex_drv fastfair $m"
     echo "wort_$m|pmindex_drv wort $m"
     echo "woart_$m|pmindex_drv woart $m"
     echo "part_$m|pmindex_drv part $m"

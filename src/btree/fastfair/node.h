@@ -169,33 +169,39 @@ struct Probe {
 // writer's state held), stopping at the first larger key.
 inline void ProbeNode(const Node* node, uint64_t k, Probe* p) {
   const uint64_t cw = LoadAcquire(node->count);
-  p->count_word = cw;
-  p->found = false;
-  p->stopped = false;
   const size_t c = cw & kCountMask;
   const size_t m = ScannedSlots(cw);
   const size_t in_range = c < m ? c : m;
-  uint64_t prev = 0;
+  // The result lives in locals until the end: stores to *p inside the loop would each be
+  // kept in order with the acquire loads around them (one store per field per slot).
+  bool found = false;
+  bool stopped = false;
+  uint64_t found_key = 0;
+  uint64_t found_value = 0;
   size_t j = 0;
   for (; j < in_range; ++j) {
     const uint64_t key = LoadAcquire(node->slot[j].key);
     if (key > k) {
-      p->stopped = true;
+      stopped = true;
       break;
     }
-    p->value = LoadAcquire(node->slot[j].value);
-    p->key = key;
-    p->found = true;
-    prev = key;
+    found_value = LoadAcquire(node->slot[j].value);
+    found_key = key;
+    found = true;
   }
   if (j == in_range && m > c) {  // every in-range key <= k: the overflow slot may be one
     const uint64_t key = LoadAcquire(node->slot[c].key);
-    if (key >= prev && key <= k) {
-      p->value = LoadAcquire(node->slot[c].value);
-      p->key = key;
-      p->found = true;
+    if (key >= found_key && key <= k) {
+      found_value = LoadAcquire(node->slot[c].value);
+      found_key = key;
+      found = true;
     }
   }
+  p->count_word = cw;
+  p->found = found;
+  p->stopped = stopped;
+  p->key = found_key;
+  p->value = found_value;
   p->sibling = LoadAcquire(node->sibling);
 }
 
