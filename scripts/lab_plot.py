@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Plots of `pmindex lab --json FILE` (doc/primitives.md).
+
+usage: scripts/lab_plot.py LAB.json OUT_DIR
+
+Writes one PNG per experiment present: e1_search.png, e3_iterate.png, e4_insert.png,
+e5_split.png, e8_erase.png, e9_balance.png, e10_merge.png (latency and bytes modified over
+node size, per organisation and position), e2_traverse.png, e6_move.png, e7_merge_level.png.
+"""
+import json
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def series(rows, key_fn, x="node_bytes", y="ns_per_op"):
+    out = defaultdict(list)
+    for r in rows:
+        if r[y] is None or r[y] < 0:
+            continue
+        out[key_fn(r)].append((r[x], r[y]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def node_plot(rows, exp, title, path, with_bytes=True):
+    rows = [r for r in rows if r["exp"] == exp]
+    if not rows:
+        return
+    positions = sorted({r["position"] for r in rows}) or [""]
+    ncols = len(positions)
+    nrows = 2 if with_bytes else 1
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.5 * ncols, 3.5 * nrows), squeeze=False)
+    for c, pos in enumerate(positions):
+        sub = [r for r in rows if r["position"] == pos]
+        label = lambda r: f'{r["org"]} {r["variant"]} {r["param"]}'.strip()
+        for name, pts in series(sub, label).items():
+            axes[0][c].plot(*zip(*pts), marker="o", label=name)
+        axes[0][c].set_title(f"{title} {pos}".strip())
+        axes[0][c].set_xscale("log", base=2)
+        axes[0][c].set_ylabel("ns / op")
+        if with_bytes:
+            for name, pts in series(sub, label, y="bytes_modified").items():
+                axes[1][c].plot(*zip(*pts), marker="o", label=name)
+            axes[1][c].set_xscale("log", base=2)
+            axes[1][c].set_ylabel("bytes modified / op")
+            axes[1][c].set_xlabel("node bytes")
+    axes[0][-1].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def lsm_plot(rows, exp, title, path):
+    rows = [r for r in rows if r["exp"] == exp]
+    if not rows:
+        return
+    params = sorted({r["param"] for r in rows})
+    fig, axes = plt.subplots(1, len(params), figsize=(6 * len(params), 4), squeeze=False)
+    for c, p in enumerate(params):
+        sub = [r for r in rows if r["param"] == p]
+        for name, pts in series(sub, lambda r: f'{r["org"]} {r["variant"]}').items():
+            axes[0][c].plot(*zip(*pts), marker="o", label=name)
+        axes[0][c].set_xscale("log", base=2)
+        axes[0][c].set_yscale("log")
+        axes[0][c].set_xlabel("run bytes" if exp != "E2" else "node bytes")
+        axes[0][c].set_ylabel("ns / op")
+        axes[0][c].set_title(f"{title} {p}".strip())
+        axes[0][c].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def traverse_plot(rows, path):
+    rows = [r for r in rows if r["exp"] == "E2"]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for where in sorted({r["org"] for r in rows}):
+        pts = sorted((int(r["param"].split("=")[1]), r["ns_per_op"]) for r in rows if r["org"] == where)
+        ax.plot(*zip(*pts), marker="o", label=where)
+    ax.set_xlabel("depth")
+    ax.set_ylabel("ns / traversal")
+    ax.set_title("E2 tree traversal (256 B nodes)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    with open(sys.argv[1]) as f:
+        rows = json.load(f)["lab"]
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    node_plot(rows, "E1", "E1 search", os.path.join(out, "e1_search.png"), with_bytes=False)
+    node_plot(rows, "E3", "E3 iterate", os.path.join(out, "e3_iterate.png"), with_bytes=False)
+    node_plot(rows, "E4", "E4 insert", os.path.join(out, "e4_insert.png"))
+    node_plot(rows, "E5", "E5 split", os.path.join(out, "e5_split.png"))
+    node_plot(rows, "E8", "E8 erase", os.path.join(out, "e8_erase.png"))
+    node_plot(rows, "E9", "E9 balance", os.path.join(out, "e9_balance.png"))
+    node_plot(rows, "E10", "E10 merge", os.path.join(out, "e10_merge.png"))
+    traverse_plot(rows, os.path.join(out, "e2_traverse.png"))
+    lsm_plot(rows, "E6", "E6 move C0 to L0", os.path.join(out, "e6_move.png"))
+    lsm_plot(rows, "E7", "E7 merge level", os.path.join(out, "e7_merge_level.png"))
+
+
+if __name__ == "__main__":
+    main()
