@@ -98,27 +98,46 @@ void CountPass(Lab& lab, const Layout& l, const NodeOp& op, const char* tmpl, Ro
   row->media = static_cast<double>(sum.media_writes) / n;
 }
 
+// The median of `samples` (robust to the preemptions of a shared 2-core machine).
+double Median(std::vector<double>& samples) {
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+// What one pair of clock reads costs, to subtract from per-operation samples.
+double ClockOverhead() {
+  std::vector<double> s(256);
+  for (double& x : s) {
+    const double t0 = NowNs();
+    x = NowNs() - t0;
+  }
+  return Median(s);
+}
+
 double TimedCached(Lab& lab, const Layout& l, const NodeOp& op, const char* tmpl) {
   const size_t pair = 2 * l.node_bytes;
   char* p = lab.arena->base();
   std::memcpy(p, tmpl, pair);
   Node a(&l, p, &lab.timed, Persist::kIndividual);
   Node b(&l, p + l.node_bytes, &lab.timed, Persist::kIndividual);
-  if (!op.mutates) {
-    for (int w = 0; w < 16; ++w) op.op(a, b);  // warm
-    const double t0 = NowNs();
-    for (uint64_t i = 0; i < lab.iters; ++i) op.op(a, b);
-    return (NowNs() - t0) / lab.iters;
+  const double overhead = ClockOverhead();
+  std::vector<double> samples;
+  if (!op.mutates) {  // chunks of 32 operations on the hot node
+    for (int w = 0; w < 16; ++w) op.op(a, b);
+    for (uint64_t i = 0; i < std::max<uint64_t>(1, lab.iters / 32); ++i) {
+      const double t0 = NowNs();
+      for (int j = 0; j < 32; ++j) op.op(a, b);
+      samples.push_back((NowNs() - t0 - overhead) / 32);
+    }
+    return Median(samples);
   }
-  double total = 0, overhead = NowNs();
-  overhead = NowNs() - overhead;
   for (uint64_t i = 0; i < lab.iters; ++i) {
     std::memcpy(p, tmpl, pair);
     const double t0 = NowNs();
     op.op(a, b);
-    total += NowNs() - t0 - overhead;
+    samples.push_back(NowNs() - t0 - overhead);
   }
-  return total / lab.iters;
+  return Median(samples);
 }
 
 double TimedUncached(Lab& lab, const Layout& l, const NodeOp& op, const char* tmpl) {
@@ -133,14 +152,18 @@ double TimedUncached(Lab& lab, const Layout& l, const NodeOp& op, const char* tm
     std::memcpy(lab.arena->base() + s * pair, tmpl, pair);
     Evict(lab.arena->base() + s * pair, pair);
   }
-  const double t0 = NowNs();
+  const double overhead = ClockOverhead();
+  std::vector<double> samples;
+  samples.reserve(n);
   for (size_t s : which) {
     char* p = lab.arena->base() + s * pair;
     Node a(&l, p, &lab.timed, Persist::kIndividual);
     Node b(&l, p + l.node_bytes, &lab.timed, Persist::kIndividual);
+    const double t0 = NowNs();
     op.op(a, b);
+    samples.push_back(NowNs() - t0 - overhead);
   }
-  return (NowNs() - t0) / n;
+  return Median(samples);
 }
 
 }  // namespace
@@ -159,12 +182,9 @@ Row MeasureNodeOp(Lab& lab, const Layout& l, const NodeOp& op) {
   row.org = std::string(primitives::OrgName(l.org));
   row.node_bytes = l.node_bytes;
   row.param = op.cached ? "cached" : "uncached";
-  // The least disturbed of three timed passes (one with --quick): the machine is shared.
-  row.ns = 1e300;
-  for (int rep = 0; rep < (lab.opt.quick ? 1 : 3); ++rep) {
-    row.ns = std::min(row.ns, op.cached ? TimedCached(lab, l, op, tmpl)
-                                        : TimedUncached(lab, l, op, tmpl));
-  }
+  // The median of per-operation samples: the machine is shared, and a preempted operation
+  // would move a mean by microseconds.
+  row.ns = op.cached ? TimedCached(lab, l, op, tmpl) : TimedUncached(lab, l, op, tmpl);
   row.ops = lab.iters;
   CountPass(lab, l, op, tmpl, &row);
   return row;

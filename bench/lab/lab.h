@@ -1,6 +1,7 @@
 // `pmindex lab`: the micro-experiments E1-E10 of Götze et al. over the node organisations of
-// src/primitives/ (doc/primitives.md). Each data point reports latency per operation (a
-// timed pass on nodes evicted from the cache, or hot for "cached") and, from a separate
+// src/primitives/ (doc/primitives.md). Each data point reports latency per operation (the
+// median of per-operation samples on nodes evicted from the cache, or on one hot node for
+// "cached"; E2, E6 and E7: the mean over their runs) and, from a separate
 // counted pass through a context with the XPLine media model, bytes modified, flushed lines,
 // fences and media writes per operation.
 #ifndef PMINDEX_BENCH_LAB_LAB_H_
