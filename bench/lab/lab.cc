@@ -98,12 +98,6 @@ void CountPass(Lab& lab, const Layout& l, const NodeOp& op, const char* tmpl, Ro
   row->media = static_cast<double>(sum.media_writes) / n;
 }
 
-// The median of `samples` (robust to the preemptions of a shared 2-core machine).
-double Median(std::vector<double>& samples) {
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
-
 // What one pair of clock reads costs, to subtract from per-operation samples.
 double ClockOverhead() {
   std::vector<double> s(256);
@@ -167,6 +161,12 @@ double TimedUncached(Lab& lab, const Layout& l, const NodeOp& op, const char* tm
 }
 
 }  // namespace
+
+// The median of `samples` (robust to the preemptions of a shared 2-core machine).
+double Median(std::vector<double>& samples) {
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
 
 Row MeasureNodeOp(Lab& lab, const Layout& l, const NodeOp& op) {
   std::vector<char> buf(2 * l.node_bytes + 64);

@@ -48,6 +48,8 @@ struct Lab {
 // Evicts [p, p+n) from every cache level (clflush), for the uncached measurements.
 void Evict(const void* p, size_t n);
 double NowNs();
+// The median of `samples` (robust to the preemptions of a shared machine); reorders them.
+double Median(std::vector<double>& samples);
 
 // Key of sorted position i in a full node of the lab (10, 20, ...).
 inline primitives::Key KeyAt(size_t i) { return 10 * (i + 1); }

@@ -172,14 +172,18 @@ bool RunE6(Lab& lab) {
     for (bool sorted_c0 : {true, false}) {
       for (Fa fa : {Fa::kNone, Fa::kHand, Fa::kPmdkPtr, Fa::kPmdkTx}) {
         Costs c;
-        const double t0 = NowNs();
-        for (size_t i = 0; i < moves; ++i) MoveOnce(lab, pool, lab.timed, fa, sorted_c0, r, &next_key, buf, c);
+        std::vector<double> samples;
+        for (size_t i = 0; i < moves; ++i) {
+          const double t0 = NowNs();
+          MoveOnce(lab, pool, lab.timed, fa, sorted_c0, r, &next_key, buf, c);
+          samples.push_back(NowNs() - t0);
+        }
         Row row;
         row.exp = "E6";
         row.org = sorted_c0 ? "c0-sorted" : "c0-hash+sort";
         row.variant = FaName(fa);
         row.node_bytes = run_bytes;
-        row.ns = (NowNs() - t0) / moves;
+        row.ns = Median(samples);
         row.ops = moves;
         Costs one;
         const PersistCounters before = lab.counted.thread_counters();
@@ -304,12 +308,12 @@ Row MergeRow(Lab& lab, Pool& pool, const MergeCase& mc, size_t run_bytes, bool d
   std::vector<Pair> dram(8 * r);
   const size_t merges = std::max<size_t>(4, lab.iters / 64);
   Costs c;
-  double total = 0;
+  std::vector<double> samples;
   for (size_t i = 0; i < merges; ++i) {
     FillLevel(pool, r, dup);
     const double t0 = NowNs();
     MergeOnce(pool, lab.timed, mc, r, dram, c);
-    total += NowNs() - t0;
+    samples.push_back(NowNs() - t0);
   }
   Row row;
   row.exp = "E7";
@@ -317,7 +321,7 @@ Row MergeRow(Lab& lab, Pool& pool, const MergeCase& mc, size_t run_bytes, bool d
   row.variant = FaName(mc.fa);
   row.node_bytes = run_bytes;
   row.param = dup ? "dup=100%" : "dup=0%";
-  row.ns = total / merges;
+  row.ns = Median(samples);
   row.ops = merges;
   FillLevel(pool, r, dup);
   Costs one;

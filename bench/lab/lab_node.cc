@@ -179,13 +179,15 @@ void RunE2(Lab& lab) {
       Evict(base, nodes * kNode);
       std::vector<uint64_t> path(lab.iters);
       for (auto& p : path) p = lab.rng();
-      const double t0 = NowNs();
+      std::vector<double> samples;
       uint64_t sink = 0;
       for (uint64_t i = 0; i < lab.iters; ++i) {
+        const double t0 = NowNs();
         uint64_t off = (path[i] % nodes) * kNode, r = path[i];
         for (int d = 0; d < depth; ++d, r >>= 3)
           off = reinterpret_cast<const uint64_t*>(base + off)[r % kFan];
         sink += *reinterpret_cast<const uint64_t*>(base + off);
+        samples.push_back(NowNs() - t0);
       }
       g_sink = sink;
       Row row;
@@ -194,7 +196,7 @@ void RunE2(Lab& lab) {
       row.variant = "traverse";
       row.node_bytes = kNode;
       row.param = "depth=" + std::to_string(depth);
-      row.ns = (NowNs() - t0) / lab.iters;
+      row.ns = Median(samples);
       row.ops = lab.iters;
       lab.rows->push_back(row);
     }

@@ -153,21 +153,25 @@ void Node::MergeFrom(const Node& src) {
   std::vector<uint64_t> words(Bitmap(), Bitmap() + l_->words);
   std::vector<uint8_t> slots;
   if (l_->org == Org::kIndirection) slots.assign(Slots(), Slots() + SlotCount());
+  size_t j = 0, lo = SIZE_MAX, hi = 0;  // the next free bit; the range written
   auto take = [&](size_t i) {
-    size_t j = 0;  // the first free bit of the bitmap being built
     while ((words[j / 64] >> (j % 64)) & 1) ++j;
     WritePair(j, src.Keys()[i], src.Values()[i]);
-    Flush(&Keys()[j], sizeof(Key));
-    Flush(&Values()[j], sizeof(Value));
-    if (l_->org == Org::kHashing) Flush(&Aux()[j], 1);
     words[j / 64] |= uint64_t{1} << (j % 64);
     slots.push_back(static_cast<uint8_t>(j));
+    lo = std::min(lo, j);
+    hi = j + 1;
   };
   if (src.l_->org == Org::kIndirection) {
     for (size_t p = 0; p < src.SlotCount(); ++p) take(src.Slots()[p]);
   } else {
     for (size_t i = 0; i < src.l_->capacity; ++i)
       if (src.Live(i)) take(i);
+  }
+  if (hi > lo) {  // one write-back of the range the pairs went to
+    Flush(&Keys()[lo], (hi - lo) * sizeof(Key));
+    Flush(&Values()[lo], (hi - lo) * sizeof(Value));
+    if (l_->org == Org::kHashing) Flush(&Aux()[lo], hi - lo);
   }
   Fence();
   Put(Bitmap(), words.data(), 8 * l_->words);
