@@ -98,16 +98,6 @@ void CountPass(Lab& lab, const Layout& l, const NodeOp& op, const char* tmpl, Ro
   row->media = static_cast<double>(sum.media_writes) / n;
 }
 
-// What one pair of clock reads costs, to subtract from per-operation samples.
-double ClockOverhead() {
-  std::vector<double> s(256);
-  for (double& x : s) {
-    const double t0 = NowNs();
-    x = NowNs() - t0;
-  }
-  return Median(s);
-}
-
 double TimedCached(Lab& lab, const Layout& l, const NodeOp& op, const char* tmpl) {
   const size_t pair = 2 * l.node_bytes;
   char* p = lab.arena->base();
@@ -161,6 +151,16 @@ double TimedUncached(Lab& lab, const Layout& l, const NodeOp& op, const char* tm
 }
 
 }  // namespace
+
+// What one pair of clock reads costs, to subtract from per-operation samples.
+double ClockOverhead() {
+  std::vector<double> s(256);
+  for (double& x : s) {
+    const double t0 = NowNs();
+    x = NowNs() - t0;
+  }
+  return Median(s);
+}
 
 // The median of `samples` (robust to the preemptions of a shared 2-core machine).
 double Median(std::vector<double>& samples) {

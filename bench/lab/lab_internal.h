@@ -50,6 +50,8 @@ void Evict(const void* p, size_t n);
 double NowNs();
 // The median of `samples` (robust to the preemptions of a shared machine); reorders them.
 double Median(std::vector<double>& samples);
+// What one pair of clock reads costs, subtracted from per-operation samples.
+double ClockOverhead();
 
 // Key of sorted position i in a full node of the lab (10, 20, ...).
 inline primitives::Key KeyAt(size_t i) { return 10 * (i + 1); }
