@@ -5,7 +5,10 @@ usage: scripts/lab_plot.py LAB.json OUT_DIR
 
 Writes one PNG per experiment present: e1_search.png, e3_iterate.png, e4_insert.png,
 e5_split.png, e8_erase.png, e9_balance.png, e10_merge.png (latency and bytes modified over
-node size, per organisation and position), e2_traverse.png, e6_move.png, e7_merge_level.png.
+node size, per organisation and position), e2_traverse.png, e6_move.png, e7_merge_level.png,
+and profile.png: the analogue of the paper's Figure 15, each organisation's score per
+micro-operation at 1 KiB nodes (best = 1: the best organisation's figure over this one's),
+also printed as a Markdown table.
 """
 import json
 import os
@@ -93,6 +96,61 @@ def traverse_plot(rows, path):
     plt.close(fig)
 
 
+PROFILE_BYTES = 1024
+DEFAULT_SEARCH = {"sorted": "binary", "unsorted": "linear", "unsorted+bitmap": "linear+bit",
+                  "indirection": "binary-ind", "hashing": "hash-probe", "bitmap": "linear+bit"}
+
+
+def profile(rows):
+    """{org: {axis: lower-is-better figure}} at PROFILE_BYTES, key in the middle."""
+    out = defaultdict(dict)
+    for r in rows:
+        if r["node_bytes"] != PROFILE_BYTES:
+            continue
+        org, exp = r["org"], r["exp"]
+        if exp == "E1" and r["position"] == "middle" and DEFAULT_SEARCH.get(org) == r["variant"]:
+            out[org]["search " + r["param"]] = r["ns_per_op"]
+        elif exp in ("E4", "E8") and r["position"] == "middle":
+            name = "insert" if exp == "E4" else "erase"
+            out[org][name] = r["ns_per_op"]
+            out[org][name + " bytes"] = r["bytes_modified"]
+        elif exp == "E3" and r["param"] == "uncached" and r["variant"] != "slots":
+            out[org]["iterate"] = r["ns_per_op"]
+        elif exp == "E5":
+            out[org]["split"] = min(out[org].get("split", 1e300), r["ns_per_op"])
+        elif exp == "E9":
+            out[org]["balance"] = r["ns_per_op"]
+        elif exp == "E10":
+            out[org]["merge"] = r["ns_per_op"]
+    return out
+
+
+def profile_plot(rows, path):
+    prof = profile(rows)
+    if not prof:
+        return
+    orgs = [o for o in DEFAULT_SEARCH if o in prof]
+    axes = [a for a in next(iter(prof.values())) if all(a in prof[o] for o in orgs)]
+    best = {a: min(prof[o][a] for o in orgs) for a in axes}
+    score = [[(best[a] / prof[o][a]) if prof[o][a] > 0 else 1.0 for a in axes] for o in orgs]
+    fig, ax = plt.subplots(figsize=(1.0 * len(axes) + 2, 0.5 * len(orgs) + 1.5))
+    im = ax.imshow(score, cmap="RdYlGn", vmin=0, vmax=1)
+    ax.set_xticks(range(len(axes)), axes, rotation=45, ha="right")
+    ax.set_yticks(range(len(orgs)), orgs)
+    for i in range(len(orgs)):
+        for j in range(len(axes)):
+            ax.text(j, i, f"{score[i][j]:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_title(f"profile at {PROFILE_BYTES} B nodes (1 = best)")
+    fig.colorbar(im)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print("| organisation | " + " | ".join(axes) + " |")
+    print("|---" * (len(axes) + 1) + "|")
+    for o, row in zip(orgs, score):
+        print(f"| {o} | " + " | ".join(f"{x:.2f}" for x in row) + " |")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -110,6 +168,7 @@ def main():
     traverse_plot(rows, os.path.join(out, "e2_traverse.png"))
     lsm_plot(rows, "E6", "E6 move C0 to L0", os.path.join(out, "e6_move.png"))
     lsm_plot(rows, "E7", "E7 merge level", os.path.join(out, "e7_merge_level.png"))
+    profile_plot(rows, os.path.join(out, "profile.png"))
 
 
 if __name__ == "__main__":
