@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Plots of `pmindex lab --json FILE` (doc/primitives.md).
 
-usage: scripts/lab_plot.py LAB.json OUT_DIR
+usage: scripts/lab_plot.py LAB.json OUT_DIR [EXPERIMENTS]
+
+EXPERIMENTS: comma-separated (e.g. E4,E8,profile) to draw only those; all by default.
 
 Writes one PNG per experiment present: e1_search.png, e3_iterate.png, e4_insert.png,
 e5_split.png, e8_erase.png, e9_balance.png, e10_merge.png (latency and bytes modified over
@@ -152,23 +154,30 @@ def profile_plot(rows, path):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     with open(sys.argv[1]) as f:
         rows = json.load(f)["lab"]
     out = sys.argv[2]
+    only = set(sys.argv[3].upper().split(",")) if len(sys.argv) == 4 else None
+    want = lambda name: only is None or name.upper() in only
     os.makedirs(out, exist_ok=True)
-    node_plot(rows, "E1", "E1 search", os.path.join(out, "e1_search.png"), with_bytes=False)
-    node_plot(rows, "E3", "E3 iterate", os.path.join(out, "e3_iterate.png"), with_bytes=False)
-    node_plot(rows, "E4", "E4 insert", os.path.join(out, "e4_insert.png"))
-    node_plot(rows, "E5", "E5 split", os.path.join(out, "e5_split.png"))
-    node_plot(rows, "E8", "E8 erase", os.path.join(out, "e8_erase.png"))
-    node_plot(rows, "E9", "E9 balance", os.path.join(out, "e9_balance.png"))
-    node_plot(rows, "E10", "E10 merge", os.path.join(out, "e10_merge.png"))
-    traverse_plot(rows, os.path.join(out, "e2_traverse.png"))
-    lsm_plot(rows, "E6", "E6 move C0 to L0", os.path.join(out, "e6_move.png"))
-    lsm_plot(rows, "E7", "E7 merge level", os.path.join(out, "e7_merge_level.png"))
-    profile_plot(rows, os.path.join(out, "profile.png"))
+    j = lambda name: os.path.join(out, name)
+    node = [("E1", "E1 search", "e1_search.png", False), ("E3", "E3 iterate", "e3_iterate.png", False),
+            ("E4", "E4 insert", "e4_insert.png", True), ("E5", "E5 split", "e5_split.png", True),
+            ("E8", "E8 erase", "e8_erase.png", True), ("E9", "E9 balance", "e9_balance.png", True),
+            ("E10", "E10 merge", "e10_merge.png", True)]
+    for exp, title, png, with_bytes in node:
+        if want(exp):
+            node_plot(rows, exp, title, j(png), with_bytes=with_bytes)
+    if want("E2"):
+        traverse_plot(rows, j("e2_traverse.png"))
+    if want("E6"):
+        lsm_plot(rows, "E6", "E6 move C0 to L0", j("e6_move.png"))
+    if want("E7"):
+        lsm_plot(rows, "E7", "E7 merge level", j("e7_merge_level.png"))
+    if want("profile"):
+        profile_plot(rows, j("profile.png"))
 
 
 if __name__ == "__main__":

@@ -449,7 +449,8 @@ TEST(CliTest, PlotProducesPngs) {
 }
 
 // `pmindex lab --quick`: Table 4, every experiment's rows in the table, JSON and CSV, progress
-// on stderr, nothing left in the pool directory; and scripts/lab_plot.py on its JSON.
+// on stderr, nothing left in the pool directory; and scripts/lab_plot.py on its JSON (two of
+// its figures: matplotlib is slow).
 TEST(CliTest, LabQuickRunsEveryExperiment) {
   TempDir dir;
   const std::string json = dir.file("lab.json"), csv = dir.file("lab.csv");
@@ -482,9 +483,11 @@ TEST(CliTest, LabQuickRunsEveryExperiment) {
   if (!HaveMatplotlib()) return;
   const std::string plots = dir.file("plots");
   const CommandResult s = RunCommand(
-      {"/usr/bin/python3", PMINDEX_SOURCE_DIR "/scripts/lab_plot.py", json, plots}, dir.path());
+      {"/usr/bin/python3", PMINDEX_SOURCE_DIR "/scripts/lab_plot.py", json, plots, "E4,profile"},
+      dir.path());
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_TRUE(std::filesystem::file_size(plots + "/e4_insert.png") > 1000);
+  EXPECT_TRUE(std::filesystem::file_size(plots + "/profile.png") > 1000);
 }
 
 }  // namespace
