@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config git
   libpmem2-dev            # pool mapping, store granularity
+  libpmemobj-dev          # PMDK transactions of `pmindex lab` (E6, E7)
   libgtest-dev            # unit, property and crash tests
   libbenchmark-dev        # micro-benchmarks (Google Benchmark)
   liblmdb-dev             # baseline

@@ -29,6 +29,7 @@ void AddListCommand(CLI::App& app, CommandSet& commands);
 void AddCrashtestCommand(CLI::App& app, CommandSet& commands);  // cmd_crashtest.cc
 void AddCheckCommand(CLI::App& app, CommandSet& commands);      // cmd_check.cc
 void AddKvCommands(CLI::App& app, CommandSet& commands);        // cmd_kv.cc: get, put, delete, load
+void AddLabCommand(CLI::App& app, CommandSet& commands);        // cmd_lab.cc
 
 }  // namespace pmindex::tools
 

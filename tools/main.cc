@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   AddCrashtestCommand(app, commands);
   AddCheckCommand(app, commands);
   AddKvCommands(app, commands);
+  AddLabCommand(app, commands);
 
   try {
     app.parse(argc, argv);

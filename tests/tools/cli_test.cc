@@ -448,5 +448,47 @@ TEST(CliTest, PlotProducesPngs) {
   EXPECT_TRUE(std::filesystem::exists(again + "/throughput.png"));
 }
 
+// `pmindex lab --quick`: Table 4, every experiment's rows in the table, JSON and CSV, progress
+// on stderr, nothing left in the pool directory; and scripts/lab_plot.py on its JSON (two of
+// its figures: matplotlib is slow).
+TEST(CliTest, LabQuickRunsEveryExperiment) {
+  TempDir dir;
+  const std::string json = dir.file("lab.json"), csv = dir.file("lab.csv");
+  const std::string pools = dir.file("pools");
+  std::filesystem::create_directory(pools);
+  const CommandResult r = RunCommand({kBin, "lab", "--quick", "--table4", "--exp",
+                                      "e1,e2,e3,e4,e5,e6,e7,e8,e9,e10", "--iters", "32",
+                                      "--pool-dir", pools, "--json", json, "--csv", csv},
+                                     dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "Table 4")) << r.out;
+  EXPECT_TRUE(Contains(r.err, "[lab] E1")) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(ReadAll(json));
+  std::map<std::string, int> per_exp;
+  for (const auto& row : doc["lab"]) per_exp[row["exp"].get<std::string>()]++;
+  // E1: 7 searches x 5 sizes x 3 positions x cached/uncached; E4/E8: 6 x 5 x 3.
+  EXPECT_EQ(per_exp["E1"], 210);
+  EXPECT_EQ(per_exp["E4"], 90);
+  EXPECT_EQ(per_exp["E8"], 90);
+  for (const char* e : {"E2", "E3", "E5", "E6", "E7", "E9", "E10"}) EXPECT_GT(per_exp[e], 0) << e;
+  for (const auto& row : doc["lab"]) {
+    if (row["exp"] == "E4" && row["org"] == "sorted" && row["position"] == "first" &&
+        row["node_bytes"] == 256) {
+      EXPECT_EQ(row["bytes_modified"], 200.0);  // 7 pairs shifted + pair + count
+    }
+  }
+  const std::string csv_text = ReadAll(csv);
+  EXPECT_TRUE(csv_text.starts_with("exp,org,variant,node_bytes,"));
+  EXPECT_TRUE(std::filesystem::is_empty(pools)) << "arena and PMDK pool removed";
+  if (!HaveMatplotlib()) return;
+  const std::string plots = dir.file("plots");
+  const CommandResult s = RunCommand(
+      {"/usr/bin/python3", PMINDEX_SOURCE_DIR "/scripts/lab_plot.py", json, plots, "E4,profile"},
+      dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_TRUE(std::filesystem::file_size(plots + "/e4_insert.png") > 1000);
+  EXPECT_TRUE(std::filesystem::file_size(plots + "/profile.png") > 1000);
+}
+
 }  // namespace
 }  // namespace pmindex::testing
