@@ -88,11 +88,12 @@ std::string OpGenerator::make_value(uint64_t serial) {
     // Out-of-line values: a unique 8-byte head, then a pattern of v (a torn or unpersisted
     // block shows anywhere in it), half the writes; a quarter 5 bytes (inline everywhere), a
     // quarter 8 bytes (out of line where the index holds an 8-byte word).
-    std::string s(IntValue(v));
+    std::string s = std::string(IntValue(v));
     if (serial % 4 == 1) return s.substr(0, 5);
     if (serial % 4 == 2) return s;
     s.resize(value_size_);
-    for (size_t i = 8; i < s.size(); ++i) s[i] = static_cast<char>(pm::Mix64(v + i / 8) >> (8 * (i % 8)));
+    for (size_t i = 8; i < s.size(); ++i)
+      s[i] = static_cast<char>(pm::Mix64(v + i / 8) >> (8 * (i % 8)));
     return s;
   }
   if (!traits_.byte_keys || traits_.max_value_size < 9 || (serial & 1)) {
