@@ -271,6 +271,19 @@ void AddPersistenceOptions(CLI::App* sub, BenchArgs& args) {
                "every fence)");
 }
 
+void AddValueSizeOption(CLI::App* sub, BenchArgs* a) {
+  sub->add_option("--value-size", a->value_size,
+                  "Value bytes, N or MIN-MAX (drawn per write; pools get Options::max_value_size "
+                  "= MAX, so every persistent index takes them). Default: 8-byte values")
+      ->check(MakeCheck(
+          [](const std::string& s) {
+            uint64_t lo = 0, hi = 0;
+            std::string err;
+            return ParseValueSize(s, &lo, &hi, &err) ? std::string() : err;
+          },
+          "N|MIN-MAX"));
+}
+
 void AddBenchCommand(CLI::App& app, CommandSet& commands) {
   CLI::App* sub = app.add_subcommand(
       "bench", "Run workloads on indexes and baselines and report throughput, latency, "
@@ -291,16 +304,7 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
               },
               "LIST"))
           ->capture_default_str();
-  sub->add_option("--value-size", a->value_size,
-                  "Value bytes, N or MIN-MAX (drawn per write; pools get Options::max_value_size "
-                  "= MAX, so every persistent index takes them). Default: 8-byte values")
-      ->check(MakeCheck(
-          [](const std::string& s) {
-            uint64_t lo = 0, hi = 0;
-            std::string err;
-            return ParseValueSize(s, &lo, &hi, &err) ? std::string() : err;
-          },
-          "N|MIN-MAX"));
+  AddValueSizeOption(sub, a.get());
   sub->add_option("--keys", a->keys, "Keys loaded before the run")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->capture_default_str();
