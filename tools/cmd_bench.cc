@@ -79,7 +79,7 @@ bool ParseValueSize(const std::string& s, uint64_t* lo, uint64_t* hi, std::strin
     if (whole && *lo <= *hi && *hi > 0 && *hi <= (uint64_t{1} << 30)) return true;
   } catch (const std::exception&) {
   }
-  *error = "--value-size " + s + ": want N or MIN-MAX bytes (1..1073741824, MIN <= MAX)";
+  *error = s + ": want N or MIN-MAX bytes (1..1073741824, MIN <= MAX)";
   return false;
 }
 
