@@ -16,12 +16,17 @@ namespace {
 
 constexpr char kMutantPublishFirst[] = "values.publish_before_value_persist";
 
-// The out-of-line value (layout in value_store.h).
+// The out-of-line value, in a pool block of at least 8 + length bytes:
+//
+//   offset size    field
+//      0     8     length (bytes of the value)
+//      8   length  the value
 struct ValueBlock {
   uint64_t length;
   char data[8];  // `length` bytes in fact
 };
-static_assert(offsetof(ValueBlock, data) == 8);
+static_assert(offsetof(ValueBlock, length) == 0 && offsetof(ValueBlock, data) == 8);
+static_assert(sizeof(ValueBlock) == 16 && alignof(ValueBlock) == 8);
 constexpr size_t kBlockHeader = offsetof(ValueBlock, data);
 
 constexpr unsigned char kWordInlineTag = 0x80;
@@ -272,7 +277,7 @@ Status ValueStoreIndex::Walk(const std::function<Status(std::string_view, const 
   Status s = index_->for_each([&](std::string_view k, std::string_view enc) {
     const Decoded d = Decode(enc);
     result = d.ok ? fn(k, d)
-                  : Status::Corruption(traits_.name + ": value of a key is no encoding of the value store");
+                  : Status::Corruption(traits_.name + ": a value is no value-store encoding");
     return result.ok();
   });
   return s.ok() ? result : s;
