@@ -182,7 +182,7 @@ TEST(ValueStoreTest, OverwrittenValuesAreReclaimed) {
       ASSERT_TRUE(index.upsert(IntK(k), Value(i, 1024)).ok()) << i;
     }
     std::string got;
-    ASSERT_TRUE(index.lookup(IntK(keys - 1), &got).ok());
+    ASSERT_TRUE(index.lookup(IntK((upserts - 1) % keys), &got).ok());
     EXPECT_EQ(got, Value(upserts - 1, 1024));
     ASSERT_TRUE(index.close().ok());
     Result<PoolInfo> info = Pool::ReadInfo(dir.file("pool"));
