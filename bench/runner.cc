@@ -150,6 +150,8 @@ class Runner {
   std::string CheckCompatible(const IndexRegistration& reg) const;
   void Progress(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
   uint64_t TotalWrites() const;
+  // The pool size EstimatePoolBytes gives, plus room for out-of-line values.
+  uint64_t PoolBytes() const;
   size_t MaxKeySize() const;
   Status CheckRoom(const IndexRegistration& reg) const;
   void Record(const IndexRegistration& reg, BenchResult r);
@@ -173,6 +175,12 @@ void Runner::Progress(const char* fmt, ...) const {
   std::vfprintf(stderr, fmt, ap);
   std::fputc('\n', stderr);
   va_end(ap);
+}
+
+uint64_t Runner::PoolBytes() const {
+  // Out-of-line values: a block per write (a freed one is reused once no reader holds it).
+  const uint64_t values = cfg_.value_size_max > 0 ? TotalWrites() * (cfg_.value_size_max + 64) : 0;
+  return EstimatePoolBytes(TotalWrites(), MaxKeySize()) + values;
 }
 
 uint64_t Runner::TotalWrites() const {
@@ -200,6 +208,18 @@ std::string Runner::CheckCompatible(const IndexRegistration& reg) const {
   if (key_size > tr.max_key_size) {
     return "keys of up to " + std::to_string(key_size) + " bytes exceed its limit of " +
            std::to_string(tr.max_key_size);
+  }
+  if (cfg_.value_size_max > 0) {
+    // A pool-backed index takes any size through the pool's value store (max_value_size).
+    if (reg.attach) return "";
+    const bool any = tr.byte_keys || tr.any_value_size;
+    if (cfg_.value_size_max > tr.max_value_size ||
+        (!any && (cfg_.value_size_min != cfg_.value_size_max ||
+                  cfg_.value_size_max != tr.max_value_size))) {
+      return "values of " + std::to_string(cfg_.value_size_min) + ".." +
+             std::to_string(cfg_.value_size_max) + " bytes exceed its limit";
+    }
+    return "";
   }
   if (tr.max_value_size < 8) return "values of 8 bytes exceed its limit";
   return "";
@@ -261,8 +281,8 @@ bool Runner::CreateForRun(IndexRun& run) {
   options.media_model = cfg_.media_model;
   options.count_unflushed_writes = cfg_.count_unflushed;
   options.prefault = cfg_.prefault;
-  options.pool_size = cfg_.pool_bytes > 0 ? cfg_.pool_bytes
-                                          : EstimatePoolBytes(TotalWrites(), MaxKeySize());
+  options.max_value_size = cfg_.value_size_max;
+  options.pool_size = cfg_.pool_bytes > 0 ? cfg_.pool_bytes : PoolBytes();
   Result<std::unique_ptr<Index>> made = CreateIndex(run.name, run.path, options);
   if (!made.ok()) {
     report_->run_failed = true;
@@ -632,7 +652,7 @@ Status Runner::CheckRoom(const IndexRegistration& reg) const {
     }
     return Status::OK();
   }
-  const uint64_t need = cfg_.pool_bytes > 0 ? cfg_.pool_bytes : EstimatePoolBytes(writes, key_size);
+  const uint64_t need = cfg_.pool_bytes > 0 ? cfg_.pool_bytes : PoolBytes();
   struct statvfs fs;
   if (statvfs(cfg_.pool_dir.c_str(), &fs) == 0) {
     const uint64_t avail = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;

@@ -61,6 +61,10 @@ struct BenchConfig {
   bool count_unflushed = false;  // Options::count_unflushed_writes of every pool
   std::string pool_dir;
   uint64_t pool_bytes = 0;  // 0: estimated from keys and ops
+  // --value-size: values of value_size_min..value_size_max bytes (drawn per write), whose
+  // first 8 bytes are the workload's IntValue; pools are created with
+  // Options::max_value_size = value_size_max. 0: 8-byte IntValues, default pools.
+  uint64_t value_size_min = 0, value_size_max = 0;
   double seconds = 0;       // cap per measured phase; 0 = none
   // Rounds: every index runs its workloads this many times, the indexes alternating round by
   // round (each round on a fresh pool), so that a machine whose speed drifts over minutes

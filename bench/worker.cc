@@ -13,6 +13,7 @@ namespace pmindex::bench {
 bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r) {
   const double nspc = NanosPerCycle();
   char buf[KeyCodec::kBufferSize];
+  ValueSource values(*ctx.config);
   for (uint64_t i = 0;; i++) {
     if ((i & 255) == 0 && stop()) break;
     const uint64_t id = Take(ctx.space->hi, ctx.shared);
@@ -21,12 +22,13 @@ bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, Th
       break;
     }
     const std::string_view key = ctx.codec->encode(id, buf);
-    const Status s = Measured(r, nspc, [&] { return ctx.index->insert(key, IntValue(id)); });
+    const std::string_view value = values.make(id);
+    const Status s = Measured(r, nspc, [&] { return ctx.index->insert(key, value); });
     if (!s.ok()) {
       r.failed++;
       if (!s.IsAlreadyExists()) r.error(s);
     } else {
-      r.logical_bytes += key.size() + 8;
+      r.logical_bytes += key.size() + value.size();
       r.inserts++;
     }
   }
@@ -86,16 +88,17 @@ bool MixStream::run(const StopCheck& stop, ThreadResult& r) {
         break;
       }
       case OpKind::kUpdate: {
-        const Status s =
-            Measured(r, nspc, [&] { return index->update(key, IntValue(tag_ | i)); });
-        Written(s, key, r, /*insert=*/false);
+        const std::string_view v = values_.make(tag_ | i);
+        const Status s = Measured(r, nspc, [&] { return index->update(key, v); });
+        Written(s, key, v.size(), r, /*insert=*/false);
         break;
       }
       case OpKind::kInsert: {
         const uint64_t id = Take(ctx_.space->hi, ctx_.shared);
         const std::string_view k = ctx_.codec->encode(id, buf_);
-        const Status s = Measured(r, nspc, [&] { return index->insert(k, IntValue(id)); });
-        Written(s, k, r, /*insert=*/true);
+        const std::string_view v = values_.make(id);
+        const Status s = Measured(r, nspc, [&] { return index->insert(k, v); });
+        Written(s, k, v.size(), r, /*insert=*/true);
         break;
       }
       case OpKind::kScan: {
@@ -109,11 +112,14 @@ bool MixStream::run(const StopCheck& stop, ThreadResult& r) {
         break;
       }
       case OpKind::kReadModifyWrite: {
+        size_t written = 0;
         const Status s = Measured(r, nspc, [&] {
           if (!index->lookup(key, &value_).ok()) return Status::NotFound();
-          return index->update(key, IntValue(IntValue::Decode(value_) + 1));
+          const std::string_view v = values_.make(IntValue::Decode(value_) + 1);
+          written = v.size();
+          return index->update(key, v);
         });
-        Written(s, key, r, /*insert=*/false);
+        Written(s, key, written, r, /*insert=*/false);
         break;
       }
       case OpKind::kRemove: {
@@ -156,12 +162,13 @@ uint64_t MixStream::choose() {
   return lo_;
 }
 
-void MixStream::Written(const Status& s, std::string_view key, ThreadResult& r, bool insert) {
+void MixStream::Written(const Status& s, std::string_view key, size_t value_size,
+                        ThreadResult& r, bool insert) {
   if (!s.ok()) {
     r.failed++;
     if (!(insert ? s.IsAlreadyExists() : s.IsNotFound())) r.error(s);
   } else {
-    r.logical_bytes += key.size() + 8;
+    r.logical_bytes += key.size() + value_size;
     if (insert) r.inserts++;
   }
 }

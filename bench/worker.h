@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,27 @@ inline void Give(std::atomic<uint64_t>& counter, bool shared) {
     counter.store(counter.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   }
 }
+
+// The values the workers write: IntValue(id) by default; with BenchConfig::value_size_max a
+// value of value_size_min..value_size_max bytes (a seeded length per id) that starts with
+// IntValue(id)'s bytes. One per worker thread.
+class ValueSource {
+ public:
+  explicit ValueSource(const BenchConfig& config)
+      : min_(config.value_size_min),
+        max_(config.value_size_max),
+        buf_(std::max<uint64_t>(8, config.value_size_max), 'v') {}
+  [[gnu::always_inline]] std::string_view make(uint64_t id) {
+    std::memcpy(buf_.data(), &id, 8);
+    if (max_ == 0) [[likely]]
+      return {buf_.data(), 8};
+    return {buf_.data(), min_ + (max_ > min_ ? Mix64(id) % (max_ - min_ + 1) : 0)};
+  }
+
+ private:
+  const uint64_t min_, max_;
+  std::string buf_;
+};
 
 struct RunContext {
   const BenchConfig* config;
@@ -107,7 +129,8 @@ class MixStream {
 
  private:
   uint64_t choose();
-  static void Written(const Status& s, std::string_view key, ThreadResult& r, bool insert);
+  static void Written(const Status& s, std::string_view key, size_t value_size, ThreadResult& r,
+                      bool insert);
 
   const RunContext& ctx_;
   const Workload& w_;
@@ -126,6 +149,7 @@ class MixStream {
   std::vector<uint16_t> sizes_;
   std::vector<char> keys_;
   std::string value_;
+  ValueSource values_{*ctx_.config};
   uint64_t scanned_ = 0;
   char buf_[KeyCodec::kBufferSize];
 };

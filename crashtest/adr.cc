@@ -48,6 +48,7 @@ Options PoolOptions(const CampaignOptions& o, bool read_only, PersistHook* hook 
   opts.model_media = false;
   opts.read_only = read_only;
   opts.poison_freed = o.poison_freed;
+  opts.max_value_size = o.value_size;
   return opts;
 }
 
@@ -150,6 +151,7 @@ std::vector<Op> MakeOps(const CampaignOptions& o, const IndexTraits& traits) {
     return ops;
   }
   OpGenerator gen(traits, o.seed, std::max<uint64_t>(16, o.ops / 2));
+  gen.set_value_size(o.value_size);
   ops.reserve(o.ops);
   for (uint64_t i = 0; i < o.ops; ++i) ops.push_back(gen.next());
   return ops;
@@ -249,6 +251,7 @@ std::string ReplayCommand(const CampaignOptions& o, const std::string& model, ui
     cmd += " --scenario " + o.scenario;
   }
   if (!o.mutant.empty()) cmd += " --mutant " + o.mutant;
+  if (o.value_size != 0) cmd += " --value-size " + std::to_string(o.value_size);
   if (model == "adr") {
     cmd += " --images " + std::to_string(o.images);
     if (o.torn) cmd += " --torn";

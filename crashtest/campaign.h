@@ -39,6 +39,10 @@ struct CampaignOptions {
   // Freed blocks are filled with pm::kPoisonByte (Options::poison_freed), so reused
   // blocks hold old bytes as they do in a long-lived pool.
   bool poison_freed = true;
+  // Non-zero: pools are created with Options::max_value_size = value_size, and the random
+  // workload writes values of value_size bytes (half of them) beside short ones, so that
+  // out-of-line values are written, overwritten and removed (src/core/value_store.h).
+  uint64_t value_size = 0;
 
   // ---- ADR model ----
   uint64_t points = 0;        // 0 = every fence; N = a seeded sample of N fences

@@ -40,6 +40,7 @@ Options KillPoolOptions(const CampaignOptions& o) {
   opts.huge_pages = false;
   opts.model_media = false;
   opts.poison_freed = o.poison_freed;
+  opts.max_value_size = o.value_size;
   return opts;
 }
 
@@ -47,8 +48,10 @@ Options KillPoolOptions(const CampaignOptions& o) {
 // draws the same ones again to learn what was acknowledged.
 OpGenerator ThreadGenerator(const CampaignOptions& o, const IndexTraits& traits, uint32_t cycle,
                             uint32_t thread) {
-  return OpGenerator(traits, Mix64(o.seed ^ (uint64_t{cycle} << 20)),
-                     std::max<uint64_t>(16, o.ops / 2), thread, o.threads);
+  OpGenerator gen(traits, Mix64(o.seed ^ (uint64_t{cycle} << 20)),
+                  std::max<uint64_t>(16, o.ops / 2), thread, o.threads);
+  gen.set_value_size(o.value_size);
+  return gen;
 }
 
 // A bound on one thread's ops per cycle, in case the kill comes late.

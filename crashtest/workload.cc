@@ -4,11 +4,17 @@
 #include <cstdio>
 #include <set>
 
+#include "pm/mix64.h"
+
 namespace pmindex::crashtest {
 namespace {
 
 std::string PrintValue(std::string_view v) {
   if (v.size() == 8) return "v" + std::to_string(IntValue::Decode(v));
+  if (v.size() > 40) {
+    return "v" + std::to_string(IntValue::Decode(v)) + "+" + std::to_string(v.size() - 8) +
+           " bytes";
+  }
   return "\"" + std::string(v) + "\"";
 }
 
@@ -78,6 +84,18 @@ OpGenerator::OpGenerator(const IndexTraits& traits, uint64_t seed, uint64_t key_
 std::string OpGenerator::make_value(uint64_t serial) {
   // Unique per (seed, shard, serial): a value the workload never wrote cannot match.
   const uint64_t v = (seed_ << 40) ^ (uint64_t{shard_} << 32) ^ serial;
+  if (value_size_ != 0) {
+    // Out-of-line values: a unique 8-byte head, then a pattern of v (a torn or unpersisted
+    // block shows anywhere in it), half the writes; a quarter 5 bytes (inline everywhere), a
+    // quarter 8 bytes (out of line where the index holds an 8-byte word).
+    std::string s = std::string(IntValue(v));
+    if (serial % 4 == 1) return s.substr(0, 5);
+    if (serial % 4 == 2) return s;
+    s.resize(value_size_);
+    for (size_t i = 8; i < s.size(); ++i)
+      s[i] = static_cast<char>(pm::Mix64(v + i / 8) >> (8 * (i % 8)));
+    return s;
+  }
   if (!traits_.byte_keys || traits_.max_value_size < 9 || (serial & 1)) {
     return std::string(IntValue(v));
   }

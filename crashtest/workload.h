@@ -49,6 +49,9 @@ class OpGenerator {
   Op next();
   // The value op number `serial` writes: unique, so a value that was never written shows.
   std::string make_value(uint64_t serial);
+  // Non-zero: values of this many bytes for half the writes, short ones (5 and 8 bytes) for
+  // the rest (a pool with out-of-line values, CampaignOptions::value_size).
+  void set_value_size(uint64_t n) { value_size_ = n; }
 
  private:
   std::string make_key();
@@ -60,6 +63,7 @@ class OpGenerator {
   uint32_t shards_;
   uint64_t serial_ = 0;
   uint64_t seed_;
+  uint64_t value_size_ = 0;
 };
 
 // Runs `op` on the index and checks the result against the model (updating it).

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
+#include <string>
 
 #include "bench/environment.h"
 #include "bench/report.h"
@@ -39,6 +41,7 @@ struct BenchArgs {
   bool count_unflushed = false;
   std::string pool_dir;
   uint64_t pool_mb = 0;
+  std::string value_size;  // N or MIN-MAX; empty: 8-byte values
   double seconds = kDefaultSeconds;
   uint64_t seed = 1;
   uint32_t rounds = 1;
@@ -57,6 +60,27 @@ void OnSignal(int) {
   g_stop.store(true);
   static const char kMsg[] = "\npmindex: stopping (removing temporary pools)...\n";
   [[maybe_unused]] ssize_t n = write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
+}
+
+// "N" or "MIN-MAX" (bytes, at most 1 GiB, MIN <= MAX, MAX > 0); "" leaves both 0.
+bool ParseValueSize(const std::string& s, uint64_t* lo, uint64_t* hi, std::string* error) {
+  *lo = *hi = 0;
+  if (s.empty()) return true;
+  const size_t dash = s.find('-');
+  try {
+    size_t used = 0;
+    *lo = std::stoull(s.substr(0, dash), &used);
+    bool whole = used == s.substr(0, dash).size();
+    *hi = *lo;
+    if (dash != std::string::npos) {
+      *hi = std::stoull(s.substr(dash + 1), &used);
+      whole = whole && used == s.size() - dash - 1;
+    }
+    if (whole && *lo <= *hi && *hi > 0 && *hi <= (uint64_t{1} << 30)) return true;
+  } catch (const std::exception&) {
+  }
+  *error = s + ": want N or MIN-MAX bytes (1..1073741824, MIN <= MAX)";
+  return false;
 }
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -118,6 +142,7 @@ bench::BenchConfig MakeConfig(const BenchArgs& args) {
   cfg.count_unflushed = args.count_unflushed;
   cfg.pool_dir = args.pool_dir.empty() ? bench::DefaultPoolDir() : args.pool_dir;
   cfg.pool_bytes = args.pool_mb << 20;
+  ParseValueSize(args.value_size, &cfg.value_size_min, &cfg.value_size_max, &error);
   cfg.seconds = args.seconds;
   cfg.seed = args.seed;
   cfg.rounds = args.rounds;
@@ -246,6 +271,19 @@ void AddPersistenceOptions(CLI::App* sub, BenchArgs& args) {
                "every fence)");
 }
 
+void AddValueSizeOption(CLI::App* sub, BenchArgs* a) {
+  sub->add_option("--value-size", a->value_size,
+                  "Value bytes, N or MIN-MAX (drawn per write; pools get Options::max_value_size "
+                  "= MAX, so every persistent index takes them). Default: 8-byte values")
+      ->check(MakeCheck(
+          [](const std::string& s) {
+            uint64_t lo = 0, hi = 0;
+            std::string err;
+            return ParseValueSize(s, &lo, &hi, &err) ? std::string() : err;
+          },
+          "N|MIN-MAX"));
+}
+
 void AddBenchCommand(CLI::App& app, CommandSet& commands) {
   CLI::App* sub = app.add_subcommand(
       "bench", "Run workloads on indexes and baselines and report throughput, latency, "
@@ -266,6 +304,7 @@ void AddBenchCommand(CLI::App& app, CommandSet& commands) {
               },
               "LIST"))
           ->capture_default_str();
+  AddValueSizeOption(sub, a.get());
   sub->add_option("--keys", a->keys, "Keys loaded before the run")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->capture_default_str();

@@ -83,6 +83,10 @@ struct IndexTraits {
   bool byte_keys = false;       // byte-string keys accepted (else exactly 8 bytes)
   size_t max_key_size = 8;
   size_t max_value_size = 8;    // values of other sizes than 8 allowed only if byte_keys
+                                // or any_value_size
+  // Values of any size 0..max_value_size accepted also without byte_keys (a pool created
+  // with Options::max_value_size: out-of-line values).
+  bool any_value_size = false;
   std::string concurrency;      // e.g. "concurrent (optimistic lock coupling)"
   std::string durability;       // what a crash preserves, for the workbench output
   std::string description;      // one line for `pmindex list`

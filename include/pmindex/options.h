@@ -105,6 +105,13 @@ struct Options {
   // names it reads as garbage after a crash (the crash campaigns turn it on). Costs a memset
   // per free. Default: off.
   bool poison_freed = false;
+  // Largest value a new pool accepts, in bytes (at most 1 GiB). 0 (the default): values are
+  // inline only, limited by the index (IndexTraits::max_value_size: 8 bytes for B+trees and
+  // hash tables). Non-zero: values of 0..max_value_size bytes of any length on every index;
+  // those beyond the index's inline room live in pool blocks of their own, referenced from
+  // the index (src/core/value_store.h). Recorded in the pool's header; opening reads it from
+  // there and ignores this.
+  uint64_t max_value_size = 0;
 
   // ---- performance ----
 

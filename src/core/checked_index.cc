@@ -33,12 +33,13 @@ Status CheckedIndex::check_key(std::string_view key) const {
 
 Status CheckedIndex::check_pair(std::string_view key, std::string_view value) const {
   if (Status s = check_key(key); !s.ok()) return s;
-  const bool fits = traits_.byte_keys ? value.size() <= traits_.max_value_size
-                                      : value.size() == traits_.max_value_size;
+  const bool any = traits_.byte_keys || traits_.any_value_size;
+  const bool fits = any ? value.size() <= traits_.max_value_size
+                        : value.size() == traits_.max_value_size;
   if (!fits) {
     return Status::InvalidArgument(traits_.name + ": value of " + std::to_string(value.size()) +
                                    " bytes; values are " +
-                                   (traits_.byte_keys ? "at most " : "exactly ") +
+                                   (any ? "at most " : "exactly ") +
                                    std::to_string(traits_.max_value_size) + " bytes");
   }
   return Status::OK();

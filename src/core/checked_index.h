@@ -48,8 +48,9 @@ class CheckedIndex final : public Index {
                              : key.size() == 8;
   }
   bool pair_fits(std::string_view key, std::string_view value) const {
-    return key_fits(key) && (traits_.byte_keys ? value.size() <= traits_.max_value_size
-                                               : value.size() == traits_.max_value_size);
+    return key_fits(key) && (traits_.byte_keys || traits_.any_value_size
+                                 ? value.size() <= traits_.max_value_size
+                                 : value.size() == traits_.max_value_size);
   }
   Status check_key(std::string_view key) const;
   Status check_pair(std::string_view key, std::string_view value) const;

@@ -9,6 +9,7 @@
 
 #include "core/checked_index.h"
 #include "core/builtin_indexes.h"
+#include "core/value_store.h"
 #include "pm/alloc.h"
 #include "pm/kind_label.h"
 #include "pmindex/index.h"
@@ -131,6 +132,7 @@ std::vector<MutantInfo> RegisteredMutants() {
   for (const IndexRegistration& e : r.entries) {
     all.insert(all.end(), e.mutants.begin(), e.mutants.end());
   }
+  for (MutantInfo& m : ValueStoreMutants()) all.push_back(std::move(m));  // the layer above
   return all;
 }
 
@@ -141,6 +143,10 @@ const MutantInfo* FindMutant(std::string_view name) {
     for (const MutantInfo& m : e.mutants) {
       if (m.name == name) return &m;
     }
+  }
+  static const std::vector<MutantInfo>* layer = new std::vector<MutantInfo>(ValueStoreMutants());
+  for (const MutantInfo& m : *layer) {
+    if (m.name == name) return &m;
   }
   return nullptr;
 }
@@ -182,6 +188,7 @@ Result<std::unique_ptr<Index>> CreateIndex(std::string_view name, const std::str
     if (!pool.ok()) return pool.status();
     index = reg->attach(std::move(pool).value(), /*fresh=*/true);
     if (index.ok()) {
+      index = WrapValueStore(std::move(index).value());  // pools with out-of-line values
       if (Status s = index.value()->pool()->Publish(); !s.ok()) return s;
     }
   }
@@ -204,7 +211,9 @@ Result<std::unique_ptr<Index>> OpenAndRecover(const std::string& path, IndexKind
   }
   Result<std::unique_ptr<Index>> index = reg->attach(std::move(pool).value(), /*fresh=*/false);
   if (!index.ok()) return index.status();
-  Result<std::unique_ptr<Index>> recovered = Recover(std::move(index).value());
+  // Out-of-line values (their blocks are reported by the layer's visit_blocks).
+  Result<std::unique_ptr<Index>> recovered =
+      Recover(WrapValueStore(std::move(index).value()));
   if (!recovered.ok()) return recovered.status();
   return std::unique_ptr<Index>(new CheckedIndex(std::move(recovered).value()));
 }

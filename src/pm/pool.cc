@@ -301,6 +301,11 @@ Result<std::unique_ptr<Pool>> Pool::CreateUnpublished(const std::string& path, I
   if (index_params.size() > kIndexParamsSize) {
     return PoolError(Status::InvalidArgument, path, "index parameters exceed 128 bytes");
   }
+  if (options.max_value_size > pm::kMaxValueSizeLimit) {
+    return PoolError(Status::InvalidArgument, path,
+                     "max_value_size " + std::to_string(options.max_value_size) +
+                         " exceeds 1 GiB");
+  }
   const uint64_t size =
       (options.pool_size + pm::kPoolAlignment - 1) / pm::kPoolAlignment * pm::kPoolAlignment;
   if (size < options.pool_size) {
@@ -335,7 +340,9 @@ Result<std::unique_ptr<Pool>> Pool::CreateUnpublished(const std::string& path, I
   auto h = std::make_unique<PoolHeader>();
   std::memset(h.get(), 0, sizeof(PoolHeader));
   std::memcpy(h->magic, pm::kPoolMagic, sizeof(h->magic));
-  h->format_version = pm::kFormatVersion;
+  h->format_version =
+      options.max_value_size != 0 ? pm::kFormatVersion : pm::kFormatVersionInlineValues;
+  h->max_value_size = options.max_value_size;
   h->kind = static_cast<uint32_t>(kind);
   h->pool_size = size;
   h->chunk_size = pm::kChunkSize;

@@ -11,10 +11,15 @@ namespace pmindex::pm {
 
 inline constexpr char kPoolMagic[8] = {'P', 'M', 'I', 'N', 'D', 'E', 'X', '1'};
 // 2: PFtree leaf arrays may hold padding records and be shared by several Node48/Node256
-// slots, and its Node4/Node16 keys may be unsorted. A build reads every version up to its own
-// (version 1 pools are version 2 pools that use none of that) and refuses newer ones.
-inline constexpr uint32_t kFormatVersion = 2;
+// slots, and its Node4/Node16 keys may be unsorted. 3: the pool holds out-of-line values
+// (max_value_size != 0, src/core/value_store.h); only such pools are written as version 3,
+// so that a build without the value store refuses them, and every other pool stays version 2.
+// A build reads every version up to its own (version 1 pools are version 2 pools that use
+// none of that) and refuses newer ones.
+inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersionInlineValues = 2;  // what pools without the store get
 inline constexpr uint64_t kHeaderSize = 4096;
+inline constexpr uint64_t kMaxValueSizeLimit = 1ull << 30;  // Options::max_value_size at most
 inline constexpr uint64_t kPoolAlignment = 2ull << 20;  // pool sizes are multiples of 2 MiB
 
 // The first 4 KiB of a pool file.
@@ -31,7 +36,8 @@ inline constexpr uint64_t kPoolAlignment = 2ull << 20;  // pool sizes are multip
 //     56     8   created_unix               0         0
 //     64    16   creator_version            1         0
 //     80   128   index_params             1-3         0
-//    208    44   reserved (zero)            3         0
+//    208     8   max_value_size             3         0     0: values inline only
+//    216    36   reserved (zero)            3         0
 //    252     4   header_crc (CRC32C of [0, 252))  3   0
 //    256     8   generation                 4         1     dynamic part: each field an
 //    264     8   clean (1 closed, 0 open)   4         1     8-byte failure-atomic store,
@@ -51,7 +57,8 @@ struct PoolHeader {
   uint64_t created_unix;
   char creator_version[16];
   char index_params[kIndexParamsSize];
-  char reserved0[44];
+  uint64_t max_value_size;  // Options::max_value_size at creation; 0: no out-of-line values
+  char reserved0[36];
   uint32_t header_crc;
   // ---- dynamic part ----
   uint64_t generation;
@@ -65,6 +72,7 @@ struct PoolHeader {
 inline constexpr size_t kHeaderCrcCovered = 252;
 static_assert(sizeof(PoolHeader) == kHeaderSize);
 static_assert(offsetof(PoolHeader, index_params) == 80);
+static_assert(offsetof(PoolHeader, max_value_size) == 208);
 static_assert(offsetof(PoolHeader, header_crc) == kHeaderCrcCovered);
 static_assert(offsetof(PoolHeader, generation) == 256);
 static_assert(offsetof(PoolHeader, clean) == 264);

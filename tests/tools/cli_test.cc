@@ -161,7 +161,7 @@ TEST(CliTest, InfoPrintsAFreshPoolsHeader) {
     const CommandResult r = RunCommand({bin, "info", path}, dir.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(Contains(r.out, "pool:            " + path)) << r.out;
-    EXPECT_TRUE(Contains(r.out, "format version:  " + std::to_string(pm::kFormatVersion))) << r.out;
+    EXPECT_TRUE(Contains(r.out, "format version:  " + std::to_string(pm::kFormatVersionInlineValues))) << r.out;
     EXPECT_TRUE(Contains(r.out, "size:            4194304 bytes")) << r.out;
     EXPECT_TRUE(Contains(r.out, "used:")) << r.out;
     EXPECT_TRUE(Contains(r.out, "generation:")) << r.out;
