@@ -216,6 +216,37 @@ TEST_P(IteratorTest, ReverseScanMatchesModel) {
   }
 }
 
+// Keys over the whole 64-bit range and at its ends (and, for byte-key indexes, long runs of
+// 0xff and 0x00): the default reverse_scan's windows grow from one unit to the whole space.
+TEST_P(IteratorTest, BackwardOverSparseKeysAndEnds) {
+  if (!index_->traits().ordered) GTEST_SKIP() << "unordered";
+  const uint64_t seed = TestSeed(31);
+  SCOPED_TRACE(SeedTrace(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> keys = {IntK(0), IntK(1), IntK(2), IntK(UINT64_MAX),
+                                   IntK(UINT64_MAX - 1), IntK(1ull << 63)};
+  for (int i = 0; i < 300; ++i) keys.push_back(IntK(rng() >> (rng() % 64)));
+  if (index_->traits().byte_keys) {
+    keys.insert(keys.end(), {std::string(1, '\xff'), std::string(12, '\xff'),
+                             std::string(1, '\x01'), std::string("a\0\0", 3), "a",
+                             std::string(9, '\xff') + "x"});
+  }
+  for (const std::string& k : keys) {
+    const std::string v = Val(rng());
+    ASSERT_TRUE(index_->upsert(k, v).ok());
+    model_[k] = v;
+  }
+  for (size_t batch : {1, 3, 64}) {
+    IteratorOptions o;
+    o.batch_size = batch;
+    ASSERT_NO_FATAL_FAILURE(CheckFullWalks(*index_, model_, o));
+  }
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_NO_FATAL_FAILURE(
+        CheckRandomMoves(*index_, model_, IteratorOptions(), keys[rng() % keys.size()], rng));
+  }
+}
+
 TEST_P(IteratorTest, ClosedIndexInvalidatesIterators) {
   ASSERT_TRUE(index_->insert(IntK(1), Val(1)).ok());
   ASSERT_TRUE(index_->insert(IntK(2), Val(2)).ok());
