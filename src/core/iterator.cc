@@ -9,6 +9,7 @@
 //
 // Invariants: pos_ <= entries_.size(); Valid() iff status_ is OK and pos_ < entries_.size();
 // entries_ is ascending when forward_ and descending otherwise, and within the bounds.
+#include <cassert>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,8 +32,14 @@ class ScanIterator final : public Iterator {
   }
 
   bool Valid() const override { return status_.ok() && pos_ < entries_.size(); }
-  std::string_view key() const override { return view(entries_[pos_].key); }
-  std::string_view value() const override { return view(entries_[pos_].value); }
+  std::string_view key() const override {
+    assert(Valid() && "Iterator::key() requires Valid()");
+    return view(entries_[pos_].key);
+  }
+  std::string_view value() const override {
+    assert(Valid() && "Iterator::value() requires Valid()");
+    return view(entries_[pos_].value);
+  }
   Status status() const override { return status_; }
 
   void SeekToFirst() override {
