@@ -1,6 +1,9 @@
 #include "bench/dump.h"
 
 #include <cctype>
+#include <memory>
+
+#include "pmindex/iterator.h"
 
 namespace pmindex::bench {
 
@@ -176,38 +179,38 @@ Status DumpUnordered(Index& index, std::string_view from, uint64_t count, BytesF
 
 Status DumpIndex(Index& index, std::string_view from, uint64_t count, BytesFormat key_format,
                  BytesFormat value_format, std::FILE* out, uint64_t* printed) {
+  return DumpIndex(index, DumpRange{.from = from, .to = {}, .count = count}, key_format,
+                   value_format, out,
+                   printed);
+}
+
+Status DumpIndex(Index& index, const DumpRange& range, BytesFormat key_format,
+                 BytesFormat value_format, std::FILE* out, uint64_t* printed) {
   *printed = 0;
   if (!index.traits().byte_keys && key_format == BytesFormat::kAuto) {
     key_format = BytesFormat::kInt;
   }
-  if (!index.traits().ordered)
-    return DumpUnordered(index, from, count, key_format, value_format, out, printed);
-  // Scan in batches, restarting after the last key seen, so memory stays bounded.
-  constexpr size_t kBatch = 4096;
-  std::string start(from);
-  bool first_batch = true;
-  while (count == 0 || *printed < count) {
-    std::string last;
-    bool have_last = false;
-    size_t skip_first = first_batch ? 0 : 1;
-    const size_t want = kBatch + skip_first;
-    const size_t got = index.scan(start, want, [&](std::string_view k, std::string_view v) {
-      if (skip_first > 0 && k == start) {
-        skip_first = 0;
-        return true;
-      }
-      if (count != 0 && *printed >= count) return false;
-      std::fprintf(out, "%s %s\n", FormatKey(k, key_format).c_str(),
-                   FormatValue(v, value_format).c_str());
-      (*printed)++;
-      last.assign(k);
-      have_last = true;
-      return true;
-    });
-    if (!have_last || got < want) break;
-    start = last;
-    first_batch = false;
+  if (!index.traits().ordered) {
+    if (!range.to.empty() || range.reverse) {
+      return Status::InvalidArgument(index.traits().name +
+                                     " is unordered: it has no end key and no reverse order");
+    }
+    return DumpUnordered(index, range.from, range.count, key_format, value_format, out, printed);
   }
+  // The iterator copies a batch at a time, so memory stays bounded.
+  IteratorOptions options;
+  options.lower_bound = std::string(range.from);
+  options.upper_bound = std::string(range.to);
+  options.batch_size = 4096;
+  std::unique_ptr<Iterator> it = index.NewIterator(options);
+  for (range.reverse ? it->SeekToLast() : it->SeekToFirst();
+       it->Valid() && (range.count == 0 || *printed < range.count);
+       range.reverse ? it->Prev() : it->Next()) {
+    std::fprintf(out, "%s %s\n", FormatKey(it->key(), key_format).c_str(),
+                 FormatValue(it->value(), value_format).c_str());
+    (*printed)++;
+  }
+  if (!it->status().ok()) return it->status();
   if (std::ferror(out)) return Status::IOError("write error on output");
   return Status::OK();
 }

@@ -55,6 +55,19 @@ Status LoadPairs(Index& index, std::FILE* in, BytesFormat key_format, BytesForma
 Status DumpIndex(Index& index, std::string_view from, uint64_t count, BytesFormat key_format,
                  BytesFormat value_format, std::FILE* out, uint64_t* printed);
 
+// The pairs DumpIndex prints: keys in [from, to) (empty: no bound), at most `count` (0: all),
+// in ascending order, or descending (from the largest key below `to`) with `reverse`.
+struct DumpRange {
+  std::string_view from;
+  std::string_view to;
+  uint64_t count = 0;
+  bool reverse = false;
+};
+// DumpIndex over a range, walked with an iterator (Index::NewIterator). An unordered index
+// takes no from, to or reverse (InvalidArgument).
+Status DumpIndex(Index& index, const DumpRange& range, BytesFormat key_format,
+                 BytesFormat value_format, std::FILE* out, uint64_t* printed);
+
 }  // namespace pmindex::bench
 
 #endif  // PMINDEX_BENCH_DUMP_H_

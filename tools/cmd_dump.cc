@@ -1,5 +1,6 @@
-// `pmindex dump POOL [--from KEY] [--count N]`: a pool's pairs, one "key value" per line, in
-// key order (bench/dump.h says how keys and values are printed).
+// `pmindex dump POOL [--from KEY] [--to KEY] [--count N] [--reverse]`: a pool's pairs, one
+// "key value" per line, in key order or its reverse, walked with an iterator (bench/dump.h
+// says how keys and values are printed).
 #include <cstdio>
 
 #include "bench/dump.h"
@@ -13,7 +14,9 @@ namespace {
 struct DumpArgs {
   std::string path;
   std::string from;
+  std::string to;
   uint64_t count = 0;
+  bool reverse = false;
   std::string key_format = "auto";
   std::string value_format = "auto";
 };
@@ -23,6 +26,12 @@ int RunDump(const DumpArgs& args) {
   if (!bench::ParseKeyArgument(args.from, &from)) {
     std::fprintf(stderr, "pmindex dump: --from '%s': bad escape (use \\xHH or \\\\)\n",
                  args.from.c_str());
+    return kExitUsage;
+  }
+  std::string to;
+  if (!bench::ParseKeyArgument(args.to, &to)) {
+    std::fprintf(stderr, "pmindex dump: --to '%s': bad escape (use \\xHH or \\\\)\n",
+                 args.to.c_str());
     return kExitUsage;
   }
   bench::BytesFormat key_format, value_format;
@@ -37,8 +46,9 @@ int RunDump(const DumpArgs& args) {
     return kExitError;
   }
   uint64_t printed = 0;
-  Status s = bench::DumpIndex(*opened.value(), from, args.count, key_format, value_format, stdout,
-                              &printed);
+  const bench::DumpRange range{
+      .from = from, .to = to, .count = args.count, .reverse = args.reverse};
+  Status s = bench::DumpIndex(*opened.value(), range, key_format, value_format, stdout, &printed);
   std::fflush(stdout);
   if (!s.ok()) {
     std::fprintf(stderr, "pmindex dump: %s: %s\n", args.path.c_str(), s.ToString().c_str());
@@ -56,6 +66,10 @@ void AddDumpCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("POOL", args->path, "Pool file")->required();
   sub->add_option("--from", args->from,
                   "First key: decimal for an integer key, else bytes (\\xHH escapes)");
+  sub->add_option("--to", args->to,
+                  "Print only keys below this one (exclusive); same syntax as --from");
+  sub->add_flag("--reverse", args->reverse,
+                "Descending key order: from the largest key below --to down to --from");
   sub->add_option("--count", args->count, "Pairs to print (0 = all)")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);

@@ -66,7 +66,7 @@ class LmdbIndex final : public Index {
     if (txn == nullptr) return Status::NotFound();
     MDB_val k = Val(key), v;
     const bool found = mdb_get(txn, dbi_, &k, &v) == 0;
-    if (found) value->assign(static_cast<const char*>(v.mv_data), v.mv_size);
+    if (found && value != nullptr) value->assign(static_cast<const char*>(v.mv_data), v.mv_size);
     EndRead(txn);
     return found ? Status::OK() : Status::NotFound();
   }

@@ -61,7 +61,9 @@ class RocksDbIndex final : public Index {
     return s.ok() ? Status::OK() : Status::IOError(path_ + ": rocksdb delete: " + s.ToString());
   }
   Status lookup(std::string_view key, std::string* value) override {
-    const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), Slice(key), value);
+    std::string ignored;  // Get needs a string; lookup's value may be nullptr
+    const rocksdb::Status s =
+        db_->Get(rocksdb::ReadOptions(), Slice(key), value != nullptr ? value : &ignored);
     if (s.ok()) return Status::OK();
     if (s.IsNotFound()) return Status::NotFound();
     return Status::IOError("rocksdb: " + s.ToString());

@@ -45,7 +45,7 @@ class StdMapIndex final : public Index {
     std::shared_lock lock(mu_);
     auto it = map_.find(key);
     if (it == map_.end()) return Status::NotFound();
-    value->assign(it->second);
+    if (value != nullptr) value->assign(it->second);
     return Status::OK();
   }
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override {
@@ -56,6 +56,26 @@ class StdMapIndex final : public Index {
       if (!fn(it->first, it->second)) break;
     }
     return n;
+  }
+  // Native: a backward walk of the map (the default would rebuild it from forward scans).
+  Status reverse_scan(std::string_view start, size_t max_count, ScanCallback fn,
+                      size_t* count) override {
+    std::shared_lock lock(mu_);
+    size_t n = 0;
+    auto it = start.empty() ? map_.end() : map_.upper_bound(start);
+    while (it != map_.begin() && n < max_count) {
+      --it;
+      n++;
+      if (!fn(it->first, it->second)) break;
+    }
+    if (count != nullptr) *count = n;
+    return Status::OK();
+  }
+  // Native: the map keeps its size, O(1).
+  Status count(uint64_t* n) override {
+    std::shared_lock lock(mu_);
+    if (n != nullptr) *n = map_.size();
+    return Status::OK();
   }
   Status verify() override {
     std::shared_lock lock(mu_);

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -24,6 +25,7 @@
 
 #include "pmindex/block_visitor.h"
 #include "pmindex/function_ref.h"
+#include "pmindex/iterator.h"
 #include "pmindex/options.h"
 #include "pmindex/pool.h"
 #include "pmindex/stats.h"
@@ -145,6 +147,38 @@ class Index {
     scan(traits().byte_keys ? std::string_view() : zero.view(), SIZE_MAX, fn);
     return Status::OK();
   }
+
+  // Calls fn on up to max_count pairs with key <= start, in descending key order; an empty
+  // start has no bound (from the largest key). OK with *count (if not nullptr) the pairs
+  // visited; NotSupported for an unordered index, InvalidArgument for a closed one. What it
+  // sees under concurrent writers is the forward scan's promise, window by window. The
+  // default (src/core/reverse_scan.cc) is built on scan: backward windows that double in key
+  // space, each one forward scan, so a call costs O(log(key space)) scans plus the pairs of
+  // its last window; an index with a native backward walk overrides it (doc/kv.md lists
+  // which). Called by the iterators' Prev and SeekForPrev.
+  virtual Status reverse_scan(std::string_view start, size_t max_count, ScanCallback fn,
+                              size_t* count);
+  // An iterator over the index (include/pmindex/iterator.h): forward and backward in key
+  // order, within options' bounds, for ordered indexes; a forward walk of every pair in an
+  // order of its own for unordered ones. One generic iterator serves every index: it buffers
+  // a batch of pairs from scan (reverse_scan backwards) and refills from the last key, so
+  // under concurrent writers each batch has the scan's promise, and keys written between
+  // batches may be seen or not. The iterator must not outlive the index object; used after
+  // the index was closed its status() is InvalidArgument. Never nullptr.
+  virtual std::unique_ptr<Iterator> NewIterator(const IteratorOptions& options);
+  // OK if `key` is present, NotFound if not; errors as lookup. By default a lookup that
+  // copies nothing.
+  virtual Status exists(std::string_view key) { return lookup(key, nullptr); }
+  // The number of pairs into *n. Every index today counts by a walk over every pair
+  // (for_each): O(n), and under concurrent writers as exact as for_each. InvalidArgument for
+  // a closed index.
+  virtual Status count(uint64_t* n);
+  // lookup into the caller's buffer: OK with the value copied to buffer and *size (if not
+  // nullptr) its length; NotFound if absent; InvalidArgument if the value does not fit
+  // (nothing copied, *size the length needed: grow and retry), and as lookup. By default a
+  // lookup into a thread-local string, which allocates only while a thread meets values
+  // longer than any it read before; indexes with inline fixed-size values copy directly.
+  virtual Status lookup_into(std::string_view key, std::span<char> buffer, size_t* size);
 
   // Checks every structural invariant; Corruption naming the first breach.
   virtual Status verify() = 0;

@@ -74,6 +74,10 @@ struct Options {
   bool error_if_exists = false;
   // Size of a new pool in bytes (rounded up to 2 MiB). Default 1 GiB.
   uint64_t pool_size = 1ull << 30;
+  // Permission bits of a new pool file, as open(2) and pmemobj_create take them; applied
+  // exactly (fchmod, so the umask does not narrow them) to the file and to the temporary
+  // file it is built in. Default 0600: only the owner reads or writes the pool.
+  uint32_t file_mode = 0600;
   // Parameters of the index in a new pool, in the index's own syntax (its registration's
   // `params`, which `pmindex list` shows, are the default and the syntax: a CCEH segment
   // size, a hash table's first size). Recorded in the pool's header; opening reads them from

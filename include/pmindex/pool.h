@@ -82,7 +82,9 @@ class Pool {
   // Creates a new pool file of options.pool_size bytes for index `kind` with the given index
   // parameters (at most kIndexParamsSize bytes). Fails with InvalidArgument if the file
   // exists (and is not empty) or the size is too small, OutOfSpace if the file system cannot
-  // hold it, IOError if it cannot be written. Equivalent to CreateUnpublished + Publish.
+  // hold it, IOError if it cannot be written. The file's permissions are exactly
+  // options.file_mode (InvalidArgument for bits beyond 07777). Equivalent to
+  // CreateUnpublished + Publish.
   static Result<std::unique_ptr<Pool>> Create(const std::string& path, IndexKind kind,
                                               std::string_view index_params,
                                               const Options& options);

@@ -5,6 +5,13 @@
 //     reaches the index (scan returns 0, stats() is empty);
 //   - keys and values outside traits() limits get InvalidArgument before the index sees
 //     them: lookups and removes included, so an over-long key is an error, not "absent".
+//   - a write (insert, update, upsert, remove) from inside a scan, reverse_scan or for_each
+//     callback of the same index, on the thread running that scan, gets Busy and never
+//     reaches the index: several indexes hold their reader lock through the callback, and
+//     the write would wait for it forever. A thread-local list of the scans in progress
+//     marks them (one thread-local load per write when none is);
+//   - iterators (NewIterator) hold a handle that close() marks, so an iterator used after
+//     close reports InvalidArgument instead of reaching a closed index.
 //
 // Everything else is forwarded unchanged. One virtual call more per operation.
 //
@@ -13,6 +20,7 @@
 #ifndef PMINDEX_CORE_CHECKED_INDEX_H_
 #define PMINDEX_CORE_CHECKED_INDEX_H_
 
+#include <atomic>
 #include <memory>
 
 #include "pmindex/index.h"
@@ -34,6 +42,12 @@ class CheckedIndex final : public Index {
   Status scan_checked(std::string_view start, size_t max_count, ScanCallback fn,
                       size_t* count) override;
   Status for_each(ScanCallback fn) override;
+  Status reverse_scan(std::string_view start, size_t max_count, ScanCallback fn,
+                      size_t* count) override;
+  std::unique_ptr<Iterator> NewIterator(const IteratorOptions& options) override;
+  Status exists(std::string_view key) override;
+  Status count(uint64_t* n) override;
+  Status lookup_into(std::string_view key, std::span<char> buffer, size_t* size) override;
   Status verify() override;
   IndexStats stats() override;
   Status recover() override;
@@ -54,9 +68,17 @@ class CheckedIndex final : public Index {
   }
   Status check_key(std::string_view key) const;
   Status check_pair(std::string_view key, std::string_view value) const;
+  // Whether this thread is inside a scan callback of this index (write guard); then the
+  // Busy status for a write.
+  bool inside_own_scan() const;
+  Status write_in_scan() const;
+  // The checks every write makes before it reaches the index.
+  Status check_write(std::string_view key, std::string_view value) const;
 
   std::unique_ptr<Index> index_;  // nullptr once closed
   const IndexTraits traits_;      // a copy: valid after close
+  // True until close(); shared with this index's iterators, which check it at every move.
+  std::shared_ptr<std::atomic<bool>> open_ = std::make_shared<std::atomic<bool>>(true);
 };
 
 }  // namespace pmindex

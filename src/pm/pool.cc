@@ -315,6 +315,10 @@ Result<std::unique_ptr<Pool>> Pool::CreateUnpublished(const std::string& path, I
   if (size < pm::kPoolAlignment) {
     return PoolError(Status::InvalidArgument, path, "pool size must be at least 2 MiB");
   }
+  if ((options.file_mode & ~07777u) != 0) {
+    return PoolError(Status::InvalidArgument, path,
+                     "file mode " + std::to_string(options.file_mode) + " has bits beyond 07777");
+  }
   // Publish checks again; this only spares building a pool that cannot be linked.
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0 && !(S_ISREG(st.st_mode) && st.st_size == 0)) {
@@ -324,13 +328,19 @@ Result<std::unique_ptr<Pool>> Pool::CreateUnpublished(const std::string& path, I
   // The pool is built under a name of its own: nobody else opens, locks or removes it, and a
   // crash at any point leaves `path` as it was (absent) plus a temporary file.
   const std::string temp = TempPath(path);
-  int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // Created owner-only, then given exactly options.file_mode (fchmod: the umask narrows
+  // open's mode, not fchmod's); the rename keeps it for `path`.
+  int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return PoolError(Status::IOError, path, "cannot create " + temp + ": " + Errno(errno));
   auto fail = [&](Status s) {
     ::unlink(temp.c_str());
     ::close(fd);
     return s;
   };
+  if (::fchmod(fd, static_cast<mode_t>(options.file_mode)) != 0) {
+    return fail(PoolError(Status::IOError, path, "cannot set the mode of " + temp + ": " +
+                                                     Errno(errno)));
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     return fail(PoolError(Status::IOError, path, "cannot lock " + temp + ": " + Errno(errno)));
   }

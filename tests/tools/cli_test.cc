@@ -331,6 +331,24 @@ TEST(CliTest, TraceReplayThenDumpMatchesModel) {
   EXPECT_EQ(window.out, std::to_string(it->first) + " " + std::to_string(it->second) + "\n" +
                             std::to_string(next->first) + " " + std::to_string(next->second) +
                             "\n");
+  // --reverse --to: descending from the largest key below --to, down to --from.
+  const auto low = std::next(model.begin(), model.size() / 4);
+  const CommandResult reversed =
+      RunCommand({kTestCli, "dump", pool, "--from", std::to_string(low->first), "--to",
+                  std::to_string(it->first), "--reverse"},
+                 dir.path());
+  ASSERT_EQ(reversed.exit_code, 0) << reversed.err;
+  std::string descending;
+  for (auto r = std::make_reverse_iterator(it); r != std::make_reverse_iterator(low); ++r)
+    descending += std::to_string(r->first) + " " + std::to_string(r->second) + "\n";
+  EXPECT_EQ(reversed.out, descending);
+  const CommandResult last_two =
+      RunCommand({kTestCli, "dump", pool, "--reverse", "--count", "2"}, dir.path());
+  ASSERT_EQ(last_two.exit_code, 0) << last_two.err;
+  const auto last = std::prev(model.end());
+  EXPECT_EQ(last_two.out, std::to_string(last->first) + " " + std::to_string(last->second) +
+                              "\n" + std::to_string(std::prev(last)->first) + " " +
+                              std::to_string(std::prev(last)->second) + "\n");
   // The dump wrote nothing: the pool is still clean and its generation unchanged.
   const std::string info_before = RunCommand({kTestCli, "info", pool}, dir.path()).out;
   RunCommand({kTestCli, "dump", pool}, dir.path());
