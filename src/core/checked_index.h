@@ -15,6 +15,7 @@
 
 #include <memory>
 
+#include "pm/rw_lock.h"
 #include "pmindex/index.h"
 
 namespace pmindex {
@@ -29,6 +30,8 @@ class CheckedIndex final : public Index {
   Status update(std::string_view key, std::string_view value) override;
   Status upsert(std::string_view key, std::string_view value) override;
   Status remove(std::string_view key) override;
+  // Validates, then logs, commits and applies the batch (src/core/write_batch_log.cc).
+  Status Write(const WriteBatch& batch) override;
   Status lookup(std::string_view key, std::string* value) override;
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
   Status scan_checked(std::string_view start, size_t max_count, ScanCallback fn,
@@ -54,7 +57,12 @@ class CheckedIndex final : public Index {
   Status check_key(std::string_view key) const;
   Status check_pair(std::string_view key, std::string_view value) const;
 
+  // Write's checks: OK, or InvalidArgument naming the first operation beyond the limits.
+  Status check_batch(const WriteBatch& batch) const;
+
   std::unique_ptr<Index> index_;  // nullptr once closed
+  // Serialises batches: a pool has one batch record slot (its header's commit word).
+  pm::RwLock batch_lock_;
   const IndexTraits traits_;      // a copy: valid after close
 };
 

@@ -9,6 +9,7 @@
 
 #include "core/checked_index.h"
 #include "core/builtin_indexes.h"
+#include "core/write_batch_log.h"
 #include "pm/alloc.h"
 #include "pm/kind_label.h"
 #include "pmindex/index.h"
@@ -131,6 +132,8 @@ std::vector<MutantInfo> RegisteredMutants() {
   for (const IndexRegistration& e : r.entries) {
     all.insert(all.end(), e.mutants.begin(), e.mutants.end());
   }
+  // The layer above the indexes has mutants of its own (write batches).
+  all.insert(all.end(), WriteBatchMutants().begin(), WriteBatchMutants().end());
   return all;
 }
 
@@ -142,22 +145,30 @@ const MutantInfo* FindMutant(std::string_view name) {
       if (m.name == name) return &m;
     }
   }
+  for (const MutantInfo& m : WriteBatchMutants()) {
+    if (m.name == name) return &m;
+  }
   return nullptr;
 }
 
 namespace {
 
 // Recovery after attach: the index repairs itself, then the allocator learns which blocks
-// are reachable. Both run on every open (a clean close leaves nothing to repair, but the
-// allocator's free state lives only in DRAM).
+// are reachable, then a committed write batch is replayed. All run on every open (a clean
+// close leaves nothing to repair, but the allocator's free state lives only in DRAM).
+// The batch replay comes last because it allocates (recover() must not), and the rebuild
+// keeps the committed record's block, which the index does not reach.
 Result<std::unique_ptr<Index>> Recover(std::unique_ptr<Index> index) {
   Pool* pool = index->pool();
   const std::string path = pool ? pool->path() : std::string();
   if (Status s = index->recover(); !s.ok()) return s.WithContext(path + ": recovery");
   if (pool != nullptr) {
-    Status s = pool->allocator().rebuild(
-        [&](BlockVisitor& visitor) { return index->visit_blocks(visitor); });
+    Status s = pool->allocator().rebuild([&](BlockVisitor& visitor) {
+      if (Status v = index->visit_blocks(visitor); !v.ok()) return v;
+      return VisitPendingBatch(*pool, visitor);
+    });
     if (!s.ok()) return s.WithContext(path + ": allocator rebuild");
+    if (s = ReplayPendingBatch(*index); !s.ok()) return s.WithContext(path + ": batch replay");
   }
   return index;
 }
