@@ -222,14 +222,16 @@ Status CheckedIndex::Write(const WriteBatch& batch) {
   if (index_ == nullptr) [[unlikely]]
     return Status::InvalidArgument("index is closed");
   if (Status s = check_batch(batch); !s.ok()) return s;  // before anything is written
-  if (batch.Count() == 0) return Status::OK();
   std::lock_guard<pm::RwLock> lock(batch_lock_);  // the pool's one record slot
   Pool* pool = index_->pool();
   if (pool == nullptr || !traits_.persistent) {
     size_t applied;  // no pool, no record: a crash keeps nothing or the baseline's own state
     return ApplyOps(*index_, batch.Data(), batch.Count(), &applied);
   }
+  // A batch left committed by an OutOfSpace while applying completes first (an empty batch
+  // does only that).
   if (Status s = CompletePending(*index_, *pool); !s.ok()) return s;
+  if (batch.Count() == 0) return Status::OK();
   if (Status s = CheckSpace(*pool, batch); !s.ok()) return s;
   Result<uint64_t> record = WriteRecord(*pool, batch);
   if (!record.ok()) return record.status();
