@@ -30,6 +30,7 @@
 #include "pmindex/pool.h"
 #include "pmindex/stats.h"
 #include "pmindex/status.h"
+#include "pmindex/write_batch.h"
 
 namespace pmindex {
 
@@ -179,6 +180,19 @@ class Index {
   // lookup into a thread-local string, which allocates only while a thread meets values
   // longer than any it read before; indexes with inline fixed-size values copy directly.
   virtual Status lookup_into(std::string_view key, std::span<char> buffer, size_t* size);
+  // Applies every operation of `batch` in order (Put as upsert, Delete as remove; deleting an
+  // absent key is no error). On a persistent index opened through the registry the batch is
+  // atomic across a crash: after recovery all of its operations are visible or none
+  // (doc/kv.md, "Atomic write batches"); concurrent readers may see it half applied.
+  // Errors: InvalidArgument naming the position of the first operation beyond the index's
+  // limits (nothing written) or for a closed index; OutOfSpace when the pool lacks the room
+  // the batch may need (nothing written), or, rarely, while applying (the batch stays
+  // committed and completes at the next Write or open); NotSupported for an index not
+  // handed out by the registry.
+  virtual Status Write(const WriteBatch& batch) {
+    (void)batch;
+    return Status::NotSupported(traits().name + ": write batches need an index from the registry");
+  }
 
   // Checks every structural invariant; Corruption naming the first breach.
   virtual Status verify() = 0;

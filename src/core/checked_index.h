@@ -23,6 +23,7 @@
 #include <atomic>
 #include <memory>
 
+#include "pm/rw_lock.h"
 #include "pmindex/index.h"
 
 namespace pmindex {
@@ -37,6 +38,8 @@ class CheckedIndex final : public Index {
   Status update(std::string_view key, std::string_view value) override;
   Status upsert(std::string_view key, std::string_view value) override;
   Status remove(std::string_view key) override;
+  // Validates, then logs, commits and applies the batch (src/core/write_batch_log.cc).
+  Status Write(const WriteBatch& batch) override;
   Status lookup(std::string_view key, std::string* value) override;
   size_t scan(std::string_view start, size_t max_count, ScanCallback fn) override;
   Status scan_checked(std::string_view start, size_t max_count, ScanCallback fn,
@@ -75,7 +78,12 @@ class CheckedIndex final : public Index {
   // The checks every write makes before it reaches the index.
   Status check_write(std::string_view key, std::string_view value) const;
 
+  // Write's checks: OK, or InvalidArgument naming the first operation beyond the limits.
+  Status check_batch(const WriteBatch& batch) const;
+
   std::unique_ptr<Index> index_;  // nullptr once closed
+  // Serialises batches: a pool has one batch record slot (its header's commit word).
+  pm::RwLock batch_lock_;
   const IndexTraits traits_;      // a copy: valid after close
   // True until close(); shared with this index's iterators, which check it at every move.
   std::shared_ptr<std::atomic<bool>> open_ = std::make_shared<std::atomic<bool>>(true);

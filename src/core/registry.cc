@@ -10,6 +10,7 @@
 #include "core/checked_index.h"
 #include "core/builtin_indexes.h"
 #include "core/value_store.h"
+#include "core/write_batch_log.h"
 #include "pm/alloc.h"
 #include "pm/kind_label.h"
 #include "pmindex/index.h"
@@ -21,6 +22,17 @@ struct Registry {
   std::mutex mu;
   std::deque<IndexRegistration> entries;  // deque: pointers stay valid
 };
+
+// The mutants of the layers above the indexes: out-of-line values and write batches. Built
+// once; never destroyed (FindMutant hands out pointers into it).
+const std::vector<MutantInfo>& LayerMutants() {
+  static const std::vector<MutantInfo>* layers = [] {
+    auto* all = new std::vector<MutantInfo>(ValueStoreMutants());
+    all->insert(all->end(), WriteBatchMutants().begin(), WriteBatchMutants().end());
+    return all;
+  }();
+  return *layers;
+}
 
 // Why `registration` cannot join the entries, or "" if it can: names and pool kinds are
 // unique (the first one wins), a pool-backed index has a kind, mutants carry its name.
@@ -132,7 +144,9 @@ std::vector<MutantInfo> RegisteredMutants() {
   for (const IndexRegistration& e : r.entries) {
     all.insert(all.end(), e.mutants.begin(), e.mutants.end());
   }
-  for (MutantInfo& m : ValueStoreMutants()) all.push_back(std::move(m));  // the layer above
+  // The layers above the indexes (out-of-line values, write batches) have mutants of their own.
+  const std::vector<MutantInfo>& layers = LayerMutants();
+  all.insert(all.end(), layers.begin(), layers.end());
   return all;
 }
 
@@ -144,8 +158,7 @@ const MutantInfo* FindMutant(std::string_view name) {
       if (m.name == name) return &m;
     }
   }
-  static const std::vector<MutantInfo>* layer = new std::vector<MutantInfo>(ValueStoreMutants());
-  for (const MutantInfo& m : *layer) {
+  for (const MutantInfo& m : LayerMutants()) {
     if (m.name == name) return &m;
   }
   return nullptr;
@@ -154,16 +167,21 @@ const MutantInfo* FindMutant(std::string_view name) {
 namespace {
 
 // Recovery after attach: the index repairs itself, then the allocator learns which blocks
-// are reachable. Both run on every open (a clean close leaves nothing to repair, but the
-// allocator's free state lives only in DRAM).
+// are reachable, then a committed write batch is replayed. All run on every open (a clean
+// close leaves nothing to repair, but the allocator's free state lives only in DRAM).
+// The batch replay comes last because it allocates (recover() must not), and the rebuild
+// keeps the committed record's block, which the index does not reach.
 Result<std::unique_ptr<Index>> Recover(std::unique_ptr<Index> index) {
   Pool* pool = index->pool();
   const std::string path = pool ? pool->path() : std::string();
   if (Status s = index->recover(); !s.ok()) return s.WithContext(path + ": recovery");
   if (pool != nullptr) {
-    Status s = pool->allocator().rebuild(
-        [&](BlockVisitor& visitor) { return index->visit_blocks(visitor); });
+    Status s = pool->allocator().rebuild([&](BlockVisitor& visitor) {
+      if (Status v = index->visit_blocks(visitor); !v.ok()) return v;
+      return VisitPendingBatch(*pool, visitor);
+    });
     if (!s.ok()) return s.WithContext(path + ": allocator rebuild");
+    if (s = ReplayPendingBatch(*index); !s.ok()) return s.WithContext(path + ": batch replay");
   }
   return index;
 }

@@ -42,7 +42,8 @@ inline constexpr uint64_t kPoolAlignment = 2ull << 20;  // pool sizes are multip
 //    256     8   generation                 4         1     dynamic part: each field an
 //    264     8   clean (1 closed, 0 open)   4         1     8-byte failure-atomic store,
 //    272     8   root offset                4         1     not covered by the checksum
-//    280   744   reserved (zero)          4-15      1-3
+//    280     8   batch_record               4         1     (the write-batch commit word)
+//    288   736   reserved (zero)          4-15      1-3
 //   1024  2048   root area (the index's)  16-47     4-11
 //   3072  1024   reserved (zero)          48-63    12-15
 struct PoolHeader {
@@ -64,7 +65,10 @@ struct PoolHeader {
   uint64_t generation;
   uint64_t clean;
   uint64_t root;
-  char reserved1[744];
+  // The write-batch commit word (src/core/write_batch_log.h): 0, or the offset of the one
+  // committed, not yet fully applied batch record, replayed at open.
+  uint64_t batch_record;
+  char reserved1[736];
   char root_area[kRootAreaSize];
   char reserved2[1024];
 };
@@ -77,6 +81,7 @@ static_assert(offsetof(PoolHeader, header_crc) == kHeaderCrcCovered);
 static_assert(offsetof(PoolHeader, generation) == 256);
 static_assert(offsetof(PoolHeader, clean) == 264);
 static_assert(offsetof(PoolHeader, root) == 272);
+static_assert(offsetof(PoolHeader, batch_record) == 280);
 static_assert(offsetof(PoolHeader, root_area) == 1024);
 static_assert(offsetof(PoolHeader, reserved2) == 3072);
 
