@@ -34,6 +34,7 @@ run_installed_example() {  # run_installed_example <prefix> <build dir>
     >/dev/null
   ninja -C "$2" -j"$jobs" >/dev/null
   "$2/pmindex_example"
+  "$2/pmindex_kv_example"
 }
 
 package_stage() {
@@ -70,8 +71,9 @@ EOF_WRAPPER
     echo "add_subdirectory built tools or tests: they must be off by default there" >&2
     return 1
   fi
-  ninja -C "$tmp/wrapper-build" -j"$jobs" pmindex_example
+  ninja -C "$tmp/wrapper-build" -j"$jobs" pmindex_example pmindex_kv_example
   "$tmp/wrapper-build/example/pmindex_example"
+  "$tmp/wrapper-build/example/pmindex_kv_example"
 
   echo "-- BUILD_SHARED_LIBS=ON: libpmindex.so, installed, examples/ linked against it"
   build_lib build-shared -DBUILD_SHARED_LIBS=ON
