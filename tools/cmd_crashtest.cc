@@ -2,7 +2,8 @@
 //
 //   pmindex crashtest [--index LIST|all] [--model adr|kill|both] [--ops N] [--points all|N]
 //                     [--images R] [--torn] [--no-poison] [--cycles N] [--seed S] [--json FILE]
-//                     [--scenario NAME|all] [--mutant NAME] [--replay-point P --replay-image I]
+//                     [--scenario NAME|all] [--mutant NAME] [--index-params P]
+//                     [--replay-point P --replay-image I]
 //
 // Prints per index and model: crash points, images, failures; for each failure the seed,
 // crash point, image, interrupted operation, finding, and the command that replays it.
@@ -36,6 +37,7 @@ struct CrashtestArgs {
   std::string json;
   std::string scenario;
   std::string mutant;
+  std::string index_params;
   uint64_t replay_point = 0;
   std::string replay_image;
   uint64_t pool_size = 16ull << 20;
@@ -161,6 +163,7 @@ crashtest::CampaignOptions CampaignOptionsFor(const CrashtestArgs& a, const std:
   o.ops = a.ops;
   o.seed = a.seed;
   o.mutant = a.mutant;
+  o.index_params = a.index_params;
   o.scenario = scenario;
   o.points = points;
   o.images = a.images;
@@ -282,6 +285,9 @@ void AddCrashtestCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("--scenario", a->scenario,
                   "Named regression scenario(s) instead of the random workload, or all");
   sub->add_option("--mutant", a->mutant, "Switch on a test-only mutant (must be caught)");
+  sub->add_option("--index-params", a->index_params,
+                  "Index parameters of every pool (a variant, e.g. 'pclht unlock=flush'); "
+                  "default: each index's campaign parameters");
   sub->add_option("--replay-point", a->replay_point, "Replay: check only this crash point");
   sub->add_option("--replay-image", a->replay_image, "Replay: check only this image");
   sub->add_option("--pool-size", a->pool_size, "Bytes of the pools")->capture_default_str();

@@ -43,13 +43,23 @@ uint32_t InitialLog2(std::string_view params) {
 }
 }  // namespace
 
-PclhtIndex::PclhtIndex(std::unique_ptr<Pool> pool, uint32_t initial_log2)
+// The variants named in the pool's parameters (see pclht.h).
+PclhtIndex::Variant PclhtIndex::ParseVariant(std::string_view params) {
+  const std::string text(params.data(), strnlen(params.data(), params.size()));
+  Variant v;
+  v.coalesce_flush = text.find("flush=coalesce") != std::string::npos;
+  v.flush_unlock = text.find("unlock=flush") != std::string::npos;
+  return v;
+}
+
+PclhtIndex::PclhtIndex(std::unique_ptr<Pool> pool, uint32_t initial_log2, Variant variant)
     : pool_(std::move(pool)),
       pc_(&pool_->persist_context()),
       base_(pool_->base()),
       root_(reinterpret_cast<PclhtRoot*>(pool_->root_area())),
       gen_(static_cast<uint32_t>(pool_->generation())),
-      initial_log2_(initial_log2) {}
+      initial_log2_(initial_log2),
+      variant_(variant) {}
 
 Result<std::unique_ptr<Index>> PclhtIndex::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   auto* root = reinterpret_cast<PclhtRoot*>(pool->root_area());
@@ -68,7 +78,8 @@ Result<std::unique_ptr<Index>> PclhtIndex::Attach(std::unique_ptr<Pool> pool, bo
     return Status::Corruption(pool->path() + ": root area is not a pclht index");
   }
   const uint32_t log2 = InitialLog2(pool->index_params());
-  return std::unique_ptr<Index>(new PclhtIndex(std::move(pool), log2));
+  const Variant variant = ParseVariant(pool->index_params());
+  return std::unique_ptr<Index>(new PclhtIndex(std::move(pool), log2, variant));
 }
 
 Status PclhtIndex::close() {
@@ -233,9 +244,18 @@ PclhtIndex::Place PclhtIndex::locate(Bucket* first, uint64_t k) const {
 }
 
 // Into an empty slot of a locked chain: value persisted, then the key (commit) persisted.
+// flush=coalesce (Woo et al.'s cache-flush coalescing): the value's own persist is left out.
+// Crash: value and key share the bucket's one line; the key's store is a release store (a
+// compiler barrier, and x86 keeps stores in order), so any write-back of the line that holds
+// the key holds the value. That needs a line to reach the media whole, which ADR's WPQ
+// gives and the campaign's torn images (8-byte atomicity) do not: doc/pclht.md "Variants".
 void PclhtIndex::store_pair(Bucket* b, int slot, uint64_t k, uint64_t v) {
   StoreRelease(b->value[slot], v);
-  if (!pm::mutant("pclht.skip_value_persist")) pc_->persist(&b->value[slot], 8);
+  if (variant_.coalesce_flush) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps value, key
+  } else if (!pm::mutant("pclht.skip_value_persist")) {
+    pc_->persist(&b->value[slot], 8);
+  }
   StoreRelease(b->key[slot], k);  // commit
   if (!pm::mutant("pclht.skip_commit_persist")) pc_->persist(&b->key[slot], 8);
 }
