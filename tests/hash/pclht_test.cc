@@ -2,7 +2,9 @@
 // included), long overflow chains, a resize crashed at every one of its fences (recovered
 // with nothing leaked, the unswitched new table reclaimed, and the locks and freezes the
 // crash left set free), old tables freed exactly once, and a reader that must wait for a
-// concurrent writer's persist (RECIPE's readers did not). Concurrency: pclht_concurrent_test.cc.
+// concurrent writer's persist (RECIPE's readers did not); the write-amplification variants
+// (flush=coalesce, unlock=flush): their counts per insert against the default, and the crash
+// campaign on each. Concurrency: pclht_concurrent_test.cc.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -554,7 +556,8 @@ TEST(PclhtTest, VariantsUnderTheCrashCampaign) {
     ASSERT_TRUE(r.error.ok()) << r.error.ToString();
     EXPECT_TRUE(r.failures.empty()) << variant << ": " << crashtest::FormatResult(r);
   }
-  crashtest::CampaignResult torn = crashtest::RunAdrCampaign(VariantCampaign(" flush=coalesce", true));
+  crashtest::CampaignResult torn =
+      crashtest::RunAdrCampaign(VariantCampaign(" flush=coalesce", true));
   ASSERT_TRUE(torn.error.ok()) << torn.error.ToString();
   EXPECT_FALSE(torn.failures.empty()) << "torn images no longer break flush=coalesce: doc/pclht.md";
 }
