@@ -82,10 +82,14 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
   //                     campaign's torn images (8-byte failure atomicity) break it.
   //   "unlock=flush"    the chain's lock word is flushed (no fence) on release, so its line
   //                     reaches the write-combining buffer with the pair just persisted.
+  //   "bucket_bytes=256" XPLine-aware sizing: a table entry is a group of 4 buckets (4 lines,
+  //                     one XPLine, 12 slots) pre-linked by their `next` words, the first
+  //                     one's lock covering the chain; overflow buckets follow the fourth.
   static std::string Params(uint64_t initial_buckets);
   struct Variant {
     bool coalesce_flush = false;
     bool flush_unlock = false;
+    uint64_t group = 1;  // buckets per table entry
   };
   static Variant ParseVariant(std::string_view params);
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
@@ -131,6 +135,16 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
     return static_cast<uint64_t>(reinterpret_cast<const char*>(b) - base_);
   }
   Bucket* first_bucket(uint64_t table_word, uint64_t k) const;
+  // Table entry i (its first bucket), the bytes of a table of 2^log2 entries, and whether b
+  // is one of the table's own buckets (not an overflow bucket).
+  Bucket* entry(Bucket* table, uint64_t i) const { return table + i * variant_.group; }
+  uint64_t table_bytes(uint32_t log2) const { return (sizeof(Bucket) * variant_.group) << log2; }
+  bool in_table(uint64_t table_word, const Bucket* b) const {
+    return off(b) - TableOffset(table_word) < table_bytes(TableLog2(table_word));
+  }
+  // Links the buckets of each group of a new, unreachable table (plain stores; persisted with
+  // the table). Nothing with a group of one.
+  void link_groups(Bucket* table, uint32_t log2);
   Status check_key(std::string_view key) const;
 
   // Reads (pclht.cc).
@@ -154,7 +168,7 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
   Place locate(Bucket* first, uint64_t k) const;
   void store_pair(Bucket* b, int slot, uint64_t k, uint64_t v);
   Status chain_overflow(Bucket* last, uint64_t k, uint64_t v);
-  void unlink_if_empty(Bucket* prev, Bucket* b);
+  void unlink_if_empty(uint64_t table_word, Bucket* prev, Bucket* b);
   Status put_zero(Op op, uint64_t v);
   Status erase_zero();
   Status create_table();
