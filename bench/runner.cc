@@ -280,6 +280,7 @@ bool Runner::CreateForRun(IndexRun& run) {
   options.model_media = true;  // media writes and write amplification are reported
   options.media_model = cfg_.media_model;
   options.count_unflushed_writes = cfg_.count_unflushed;
+  options.index_params = cfg_.index_params;
   options.prefault = cfg_.prefault;
   options.max_value_size = cfg_.value_size_max;
   options.pool_size = cfg_.pool_bytes > 0 ? cfg_.pool_bytes : PoolBytes();

@@ -59,6 +59,7 @@ struct BenchConfig {
   uint32_t write_latency_ns = 0;
   MediaModel media_model = MediaModel::kPerThread;  // Options::media_model of every pool
   bool count_unflushed = false;  // Options::count_unflushed_writes of every pool
+  std::string index_params;      // Options::index_params of every pool ("" = each index's)
   std::string pool_dir;
   uint64_t pool_bytes = 0;  // 0: estimated from keys and ops
   // --value-size: values of value_size_min..value_size_max bytes (drawn per write), whose

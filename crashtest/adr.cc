@@ -41,6 +41,7 @@ Options PoolOptions(const CampaignOptions& o, bool read_only, PersistHook* hook 
   // short workloads take through their splits and resizes).
   if (const IndexRegistration* reg = FindIndex(o.index); reg != nullptr)
     opts.index_params = reg->campaign_params;
+  if (!o.index_params.empty()) opts.index_params = o.index_params;
   opts.persist_hook = hook;
   opts.pool_size = o.pool_size;
   opts.mode = PersistMode::kAdr;
@@ -252,6 +253,7 @@ std::string ReplayCommand(const CampaignOptions& o, const std::string& model, ui
   }
   if (!o.mutant.empty()) cmd += " --mutant " + o.mutant;
   if (o.value_size != 0) cmd += " --value-size " + std::to_string(o.value_size);
+  if (!o.index_params.empty()) cmd += " --index-params '" + o.index_params + "'";
   if (model == "adr") {
     cmd += " --images " + std::to_string(o.images);
     if (o.torn) cmd += " --torn";

@@ -36,6 +36,9 @@ struct CampaignOptions {
   uint64_t seed = 1;
   std::string mutant;         // test-only mutant to switch on (pm/mutant.h), "" = none
   std::string scenario;       // named regression scenario (scenarios.h), "" = random workload
+  // Index parameters of the pools (a variant, doc/<index>.md); "" = the registration's
+  // campaign_params.
+  std::string index_params;
   // Freed blocks are filled with pm::kPoisonByte (Options::poison_freed), so reused
   // blocks hold old bytes as they do in a long-lived pool.
   bool poison_freed = true;

@@ -35,6 +35,7 @@ Options KillPoolOptions(const CampaignOptions& o) {
   // short workloads take through their splits and resizes).
   if (const IndexRegistration* reg = FindIndex(o.index); reg != nullptr)
     opts.index_params = reg->campaign_params;
+  if (!o.index_params.empty()) opts.index_params = o.index_params;
   opts.pool_size = o.pool_size;
   opts.mode = PersistMode::kEadr;  // a process crash loses nothing the CPU has stored
   opts.huge_pages = false;

@@ -39,6 +39,7 @@ struct BenchArgs {
   uint32_t write_latency_ns = 0;
   std::string media_model = "per-thread";
   bool count_unflushed = false;
+  std::string index_params;
   std::string pool_dir;
   uint64_t pool_mb = 0;
   std::string value_size;  // N or MIN-MAX; empty: 8-byte values
@@ -140,6 +141,7 @@ bench::BenchConfig MakeConfig(const BenchArgs& args) {
   cfg.write_latency_ns = args.write_latency_ns;
   ParseMediaModel(args.media_model, &cfg.media_model);
   cfg.count_unflushed = args.count_unflushed;
+  cfg.index_params = args.index_params;
   cfg.pool_dir = args.pool_dir.empty() ? bench::DefaultPoolDir() : args.pool_dir;
   cfg.pool_bytes = args.pool_mb << 20;
   ParseValueSize(args.value_size, &cfg.value_size_min, &cfg.value_size_max, &error);
@@ -265,6 +267,9 @@ void AddPersistenceOptions(CLI::App* sub, BenchArgs& args) {
                   "by the pool's threads as on the DIMM (serialises flushes; for accounting)")
       ->check(CLI::IsMember({"per-thread", "shared"}))
       ->capture_default_str();
+  sub->add_option("--index-params", a->index_params,
+                  "Index parameters of every pool the run creates (a variant, e.g. 'pclht "
+                  "flush=coalesce'; doc/<index>.md); default: each index's own");
   sub->add_flag("--count-unflushed", a->count_unflushed,
                "Also count the lines written without a flush, written back when a model of "
                "the CPU cache evicts them (slow: pages are write-protected and compared at "

@@ -2,8 +2,8 @@
 //
 //   pmindex crashtest [--index LIST|all] [--model adr|kill|both] [--ops N] [--points all|N]
 //                     [--images R] [--torn] [--no-poison] [--cycles N] [--seed S] [--json FILE]
-//                     [--scenario NAME|all] [--mutant NAME] [--replay-point P --replay-image I]
-//                     [--value-size N]
+//                     [--scenario NAME|all] [--mutant NAME] [--index-params P]
+//                     [--replay-point P --replay-image I] [--value-size N]
 //
 // Prints per index and model: crash points, images, failures; for each failure the seed,
 // crash point, image, interrupted operation, finding, and the command that replays it.
@@ -38,6 +38,7 @@ struct CrashtestArgs {
   std::string scenario;
   std::string mutant;
   uint64_t value_size = 0;
+  std::string index_params;
   uint64_t replay_point = 0;
   std::string replay_image;
   uint64_t pool_size = 16ull << 20;
@@ -164,6 +165,7 @@ crashtest::CampaignOptions CampaignOptionsFor(const CrashtestArgs& a, const std:
   o.seed = a.seed;
   o.mutant = a.mutant;
   o.value_size = a.value_size;
+  o.index_params = a.index_params;
   o.scenario = scenario;
   o.points = points;
   o.images = a.images;
@@ -288,6 +290,9 @@ void AddCrashtestCommand(CLI::App& app, CommandSet& commands) {
   sub->add_option("--value-size", a->value_size,
                   "Pools with out-of-line values of up to N bytes (Options::max_value_size); "
                   "half the writes are N bytes long");
+  sub->add_option("--index-params", a->index_params,
+                  "Index parameters of every pool (a variant, e.g. 'pclht unlock=flush'); "
+                  "default: each index's campaign parameters");
   sub->add_option("--replay-point", a->replay_point, "Replay: check only this crash point");
   sub->add_option("--replay-image", a->replay_image, "Replay: check only this image");
   sub->add_option("--pool-size", a->pool_size, "Bytes of the pools")->capture_default_str();

@@ -31,6 +31,14 @@ inline constexpr int kSlots = 3;  // CLHT's ENTRIES_PER_BUCKET
 //   offset  8  key[3]    0 = empty slot; the commit word of insert and remove
 //   offset 32  value[3]  the value of key[i]; an update's commit word
 //   offset 56  next      pool offset of the next (overflow) bucket of the chain, 0 = end
+//
+// The bucket_bytes=256 variant (pclht.h) makes a table entry a group of 4 buckets, 256 bytes,
+// one XPLine, allocated and persisted with the table:
+//
+//   +0    bucket 0  lock (the chain's), key[3], value[3], next = +64
+//   +64   bucket 1  lock unused (0),    key[3], value[3], next = +128
+//   +128  bucket 2  lock unused (0),    key[3], value[3], next = +192
+//   +192  bucket 3  lock unused (0),    key[3], value[3], next = overflow bucket or 0
 struct alignas(64) Bucket {
   uint64_t lock;
   uint64_t key[kSlots];

@@ -43,13 +43,24 @@ uint32_t InitialLog2(std::string_view params) {
 }
 }  // namespace
 
-PclhtIndex::PclhtIndex(std::unique_ptr<Pool> pool, uint32_t initial_log2)
+// The variants named in the pool's parameters (see pclht.h).
+PclhtIndex::Variant PclhtIndex::ParseVariant(std::string_view params) {
+  const std::string text(params.data(), strnlen(params.data(), params.size()));
+  Variant v;
+  v.coalesce_flush = text.find("flush=coalesce") != std::string::npos;
+  v.flush_unlock = text.find("unlock=flush") != std::string::npos;
+  v.group = text.find("bucket_bytes=256") != std::string::npos ? 4 : 1;
+  return v;
+}
+
+PclhtIndex::PclhtIndex(std::unique_ptr<Pool> pool, uint32_t initial_log2, Variant variant)
     : pool_(std::move(pool)),
       pc_(&pool_->persist_context()),
       base_(pool_->base()),
       root_(reinterpret_cast<PclhtRoot*>(pool_->root_area())),
       gen_(static_cast<uint32_t>(pool_->generation())),
-      initial_log2_(initial_log2) {}
+      initial_log2_(initial_log2),
+      variant_(variant) {}
 
 Result<std::unique_ptr<Index>> PclhtIndex::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   auto* root = reinterpret_cast<PclhtRoot*>(pool->root_area());
@@ -68,7 +79,8 @@ Result<std::unique_ptr<Index>> PclhtIndex::Attach(std::unique_ptr<Pool> pool, bo
     return Status::Corruption(pool->path() + ": root area is not a pclht index");
   }
   const uint32_t log2 = InitialLog2(pool->index_params());
-  return std::unique_ptr<Index>(new PclhtIndex(std::move(pool), log2));
+  const Variant variant = ParseVariant(pool->index_params());
+  return std::unique_ptr<Index>(new PclhtIndex(std::move(pool), log2, variant));
 }
 
 Status PclhtIndex::close() {
@@ -92,7 +104,13 @@ uint64_t PclhtIndex::buckets() const {
 
 Bucket* PclhtIndex::first_bucket(uint64_t table_word, uint64_t k) const {
   const uint64_t mask = (uint64_t{1} << TableLog2(table_word)) - 1;
-  return at(TableOffset(table_word)) + (pm::Mix64(k) & mask);
+  return entry(at(TableOffset(table_word)), pm::Mix64(k) & mask);
+}
+
+void PclhtIndex::link_groups(Bucket* table, uint32_t log2) {
+  const uint64_t g = variant_.group;
+  for (uint64_t i = 0; i < (g << log2); ++i)
+    if (i % g != g - 1) table[i].next = off(&table[i + 1]);
 }
 
 // ---- reads -------------------------------------------------------------------------------
@@ -183,9 +201,10 @@ Status PclhtIndex::remove(std::string_view key) {
 Status PclhtIndex::create_table() {
   std::lock_guard<std::mutex> lock(resize_mu_);
   if (LoadAcquire(root_->table) != 0) return Status::OK();
-  const uint64_t bytes = uint64_t{64} << initial_log2_;
+  const uint64_t bytes = table_bytes(initial_log2_);
   Result<uint64_t> block = pool_->allocator().allocate(bytes, /*zero=*/true);
   if (!block.ok()) return block.status();
+  link_groups(at(block.value()), initial_log2_);
   pc_->persist(base_ + block.value(), bytes);
   StoreRelease(root_->table, TableWord(block.value(), initial_log2_));  // commit
   pc_->persist(&root_->table, 8);
@@ -233,9 +252,18 @@ PclhtIndex::Place PclhtIndex::locate(Bucket* first, uint64_t k) const {
 }
 
 // Into an empty slot of a locked chain: value persisted, then the key (commit) persisted.
+// flush=coalesce (Woo et al.'s cache-flush coalescing): the value's own persist is left out.
+// Crash: value and key share the bucket's one line; the key's store is a release store (a
+// compiler barrier, and x86 keeps stores in order), so any write-back of the line that holds
+// the key holds the value. That needs a line to reach the media whole, which ADR's WPQ
+// gives and the campaign's torn images (8-byte atomicity) do not: doc/pclht.md "Variants".
 void PclhtIndex::store_pair(Bucket* b, int slot, uint64_t k, uint64_t v) {
   StoreRelease(b->value[slot], v);
-  if (!pm::mutant("pclht.skip_value_persist")) pc_->persist(&b->value[slot], 8);
+  if (variant_.coalesce_flush) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps value, key
+  } else if (!pm::mutant("pclht.skip_value_persist")) {
+    pc_->persist(&b->value[slot], 8);
+  }
   StoreRelease(b->key[slot], k);  // commit
   if (!pm::mutant("pclht.skip_commit_persist")) pc_->persist(&b->key[slot], 8);
 }
@@ -256,8 +284,10 @@ Status PclhtIndex::chain_overflow(Bucket* last, uint64_t k, uint64_t v) {
 
 // An overflow bucket left without keys leaves its chain (the chain is locked, its removes
 // durable): one store of the previous bucket's `next`, persisted. Readers inside it go on
-// through its own `next`, which stays; the epoch frees it after them.
-void PclhtIndex::unlink_if_empty(Bucket* prev, Bucket* b) {
+// through its own `next`, which stays; the epoch frees it after them. A bucket of the table's
+// own groups (bucket_bytes=256) stays.
+void PclhtIndex::unlink_if_empty(uint64_t table_word, Bucket* prev, Bucket* b) {
+  if (in_table(table_word, b)) return;
   for (int j = 0; j < kSlots; ++j)
     if (b->key[j] != 0) return;
   StoreRelease(prev->next, b->next);  // commit
@@ -317,7 +347,7 @@ Status PclhtIndex::erase(uint64_t k) {
   if (p.found != nullptr) {
     StoreRelease(p.found->key[p.found_slot], uint64_t{0});  // commit
     if (!pm::mutant("pclht.skip_commit_persist")) pc_->persist(&p.found->key[p.found_slot], 8);
-    if (p.found_prev != nullptr) unlink_if_empty(p.found_prev, p.found);
+    if (p.found_prev != nullptr) unlink_if_empty(tw, p.found_prev, p.found);
   }
   unlock(first);
   return p.found != nullptr ? Status::OK() : Status::NotFound();

@@ -74,8 +74,24 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
  public:
   static IndexTraits Traits();
   // Index parameters: "initial_buckets=N" (N a power of two, 1..2^20) anywhere in them sets
-  // the first table's size; default 1.
+  // the first table's size; default 1. Two of Woo et al.'s write-amplification
+  // optimizations are variants (doc/pclht.md "Variants"), off by default:
+  //   "flush=coalesce"  an insert's value and key, on one line, take one flush (after the
+  //                     key) instead of one each. Sound only if a line reaches the media
+  //                     whole and in store order (the paper's x86 argument); the crash
+  //                     campaign's torn images (8-byte failure atomicity) break it.
+  //   "unlock=flush"    the chain's lock word is flushed (no fence) on release, so its line
+  //                     reaches the write-combining buffer with the pair just persisted.
+  //   "bucket_bytes=256" XPLine-aware sizing: a table entry is a group of 4 buckets (4 lines,
+  //                     one XPLine, 12 slots) pre-linked by their `next` words, the first
+  //                     one's lock covering the chain; overflow buckets follow the fourth.
   static std::string Params(uint64_t initial_buckets);
+  struct Variant {
+    bool coalesce_flush = false;
+    bool flush_unlock = false;
+    uint64_t group = 1;  // buckets per table entry
+  };
+  static Variant ParseVariant(std::string_view params);
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
   ~PclhtIndex() override { close().IgnoreError(); }
 
@@ -112,13 +128,23 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
     Bucket* last = nullptr;   // the chain's last bucket
   };
 
-  PclhtIndex(std::unique_ptr<Pool> pool, uint32_t initial_log2);
+  PclhtIndex(std::unique_ptr<Pool> pool, uint32_t initial_log2, Variant variant);
 
   Bucket* at(uint64_t off) const { return reinterpret_cast<Bucket*>(base_ + off); }
   uint64_t off(const Bucket* b) const {
     return static_cast<uint64_t>(reinterpret_cast<const char*>(b) - base_);
   }
   Bucket* first_bucket(uint64_t table_word, uint64_t k) const;
+  // Table entry i (its first bucket), the bytes of a table of 2^log2 entries, and whether b
+  // is one of the table's own buckets (not an overflow bucket).
+  Bucket* entry(Bucket* table, uint64_t i) const { return table + i * variant_.group; }
+  uint64_t table_bytes(uint32_t log2) const { return (sizeof(Bucket) * variant_.group) << log2; }
+  bool in_table(uint64_t table_word, const Bucket* b) const {
+    return off(b) - TableOffset(table_word) < table_bytes(TableLog2(table_word));
+  }
+  // Links the buckets of each group of a new, unreachable table (plain stores; persisted with
+  // the table). Nothing with a group of one.
+  void link_groups(Bucket* table, uint32_t log2);
   Status check_key(std::string_view key) const;
 
   // Reads (pclht.cc).
@@ -133,11 +159,16 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
   // Locks the chain of k in the current table (creating the first table if none); the
   // table word it belongs to goes to *table_word. OutOfSpace if no first table fits.
   Result<Bucket*> lock_chain(uint64_t k, uint64_t* table_word);
-  void unlock(Bucket* first) { VersionLock::Unlock(&first->lock, gen_); }
+  // Crash (unlock=flush): the lock word's durable value never matters (a crash-held lock is
+  // free on reopen: pool generation); flushing it only writes its line back earlier.
+  void unlock(Bucket* first) {
+    VersionLock::Unlock(&first->lock, gen_);
+    if (variant_.flush_unlock) pc_->flush(&first->lock, 8);
+  }
   Place locate(Bucket* first, uint64_t k) const;
   void store_pair(Bucket* b, int slot, uint64_t k, uint64_t v);
   Status chain_overflow(Bucket* last, uint64_t k, uint64_t v);
-  void unlink_if_empty(Bucket* prev, Bucket* b);
+  void unlink_if_empty(uint64_t table_word, Bucket* prev, Bucket* b);
   Status put_zero(Op op, uint64_t v);
   Status erase_zero();
   Status create_table();
@@ -167,6 +198,7 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
   PclhtRoot* root_;
   uint32_t gen_;
   uint32_t initial_log2_;
+  Variant variant_;
   std::atomic<uint64_t> overflow_{0};  // overflow buckets of the current table
   std::atomic<uint64_t> resizes_{0};
   std::mutex resize_mu_;  // one resizer (or creator of the first table) at a time

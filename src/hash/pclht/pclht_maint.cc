@@ -14,12 +14,12 @@ namespace pmindex::hash::pclht {
 Status PclhtIndex::check_table_word(uint64_t word) const {
   const uint64_t o = TableOffset(word);
   const uint32_t log2 = TableLog2(word);
-  if (log2 > kMaxLog2 || o < 4096 || o + (sizeof(Bucket) << log2) > pool_->size()) {
+  if (log2 > kMaxLog2 || o < 4096 || o + table_bytes(log2) > pool_->size()) {
     return Status::Corruption("table word " + std::to_string(word) + " outside the pool");
   }
-  if (pool_->allocator().block_size(o) < (sizeof(Bucket) << log2)) {
+  if (pool_->allocator().block_size(o) < table_bytes(log2)) {
     return Status::Corruption("table at offset " + std::to_string(o) + " is not a block of " +
-                              std::to_string(sizeof(Bucket) << log2) + " bytes");
+                              std::to_string(table_bytes(log2)) + " bytes");
   }
   return Status::OK();
 }
@@ -33,7 +33,7 @@ Status PclhtIndex::walk(uint64_t table_word,
   uint64_t visited = 0;
   Bucket* table = at(TableOffset(table_word));
   for (uint64_t i = 0; i < n; ++i) {
-    for (uint64_t o = off(&table[i]); o != 0; o = LoadAcquire(at(o)->next)) {
+    for (uint64_t o = off(entry(table, i)); o != 0; o = LoadAcquire(at(o)->next)) {
       if (o % sizeof(Bucket) != 0 || o < 4096 || o + sizeof(Bucket) > pool_->size()) {
         return Status::Corruption("overflow bucket offset " + std::to_string(o) +
                                   " outside the pool (chain " + std::to_string(i) + ")");
@@ -53,8 +53,8 @@ Status PclhtIndex::recover() {
   if (root_->zero_present > 1) return Status::Corruption("key 0's present word is not 0 or 1");
   const uint64_t tw = root_->table;
   uint64_t overflow = 0;
-  Status s = walk(tw, [&](uint64_t i, Bucket* b, uint64_t) {
-    if (b != at(TableOffset(tw)) + i) ++overflow;
+  Status s = walk(tw, [&](uint64_t, Bucket* b, uint64_t) {
+    if (!in_table(tw, b)) ++overflow;
     return Status::OK();
   });
   overflow_.store(overflow, std::memory_order_relaxed);
@@ -69,8 +69,8 @@ Status PclhtIndex::visit_blocks(BlockVisitor& visitor) {
   if (tw == 0) return Status::OK();
   if (Status s = check_table_word(tw); !s.ok()) return s;
   if (Status s = visitor.visit(TableOffset(tw)); !s.ok()) return s;
-  return walk(tw, [&](uint64_t i, Bucket* b, uint64_t o) {
-    return b == at(TableOffset(tw)) + i ? Status::OK() : visitor.visit(o);
+  return walk(tw, [&](uint64_t, Bucket* b, uint64_t o) {
+    return in_table(tw, b) ? Status::OK() : visitor.visit(o);
   });
 }
 
@@ -99,7 +99,7 @@ Status PclhtIndex::verify() {
   std::vector<uint64_t> keys;
   uint64_t overflow = 0;
   Status s = walk(tw, [&](uint64_t i, Bucket* b, uint64_t) {
-    if (b != at(TableOffset(tw)) + i) ++overflow;
+    if (!in_table(tw, b)) ++overflow;
     return verify_bucket(i, b, TableLog2(tw), &keys);
   });
   if (!s.ok()) return s;
@@ -120,8 +120,8 @@ IndexStats PclhtIndex::stats() {
   const uint64_t tw = LoadAcquire(root_->table);
   uint64_t overflow = 0;
   st.keys = LoadAcquire(root_->zero_present) == 1 ? 1 : 0;
-  walk(tw, [&](uint64_t i, Bucket* b, uint64_t) {
-    if (b != at(TableOffset(tw)) + i) ++overflow;
+  walk(tw, [&](uint64_t, Bucket* b, uint64_t) {
+    if (!in_table(tw, b)) ++overflow;
     for (int j = 0; j < kSlots; ++j) st.keys += LoadAcquire(b->key[j]) != 0;
     return Status::OK();
   }).IgnoreError();
@@ -144,7 +144,7 @@ Status PclhtIndex::for_each(ScanCallback fn) {
   const uint64_t n = uint64_t{1} << TableLog2(tw);
   std::vector<std::pair<uint64_t, uint64_t>> pairs;
   for (uint64_t i = 0; i < n; ++i) {
-    const Bucket* first = at(TableOffset(tw)) + i;
+    const Bucket* first = entry(at(TableOffset(tw)), i);
     for (bool torn = true; torn;) {
       torn = false;
       pairs.clear();

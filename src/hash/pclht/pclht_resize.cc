@@ -24,8 +24,8 @@ void PclhtIndex::maybe_resize(uint64_t table_word) {
 
 // Adds (k, v) to a table no reader can reach yet (CLHT's clht_put_seq): plain stores.
 static bool PutPrivate(pm::Allocator& alloc, char* base, Bucket* table, uint32_t log2,
-                       uint64_t k, uint64_t v, std::vector<uint64_t>* made) {
-  Bucket* b = table + (pm::Mix64(k) & ((uint64_t{1} << log2) - 1));
+                       uint64_t group, uint64_t k, uint64_t v, std::vector<uint64_t>* made) {
+  Bucket* b = table + (pm::Mix64(k) & ((uint64_t{1} << log2) - 1)) * group;
   for (;;) {
     for (int j = 0; j < kSlots; ++j) {
       if (b->key[j] == 0) {
@@ -50,7 +50,8 @@ bool PclhtIndex::copy_chain(Bucket* old_first, Bucket* table, uint32_t log2,
   for (Bucket* b = old_first; b != nullptr; b = b->next == 0 ? nullptr : at(b->next)) {
     for (int j = 0; j < kSlots; ++j) {
       const uint64_t k = b->key[j];
-      if (k != 0 && !PutPrivate(pool_->allocator(), base_, table, log2, k, b->value[j], made))
+      if (k != 0 && !PutPrivate(pool_->allocator(), base_, table, log2, variant_.group, k,
+                                b->value[j], made))
         return false;
     }
   }
@@ -62,11 +63,12 @@ bool PclhtIndex::copy_chain(Bucket* old_first, Bucket* table, uint32_t log2,
 // recursive flush of a new table that follows the wrong `next`.)
 void PclhtIndex::persist_table(Bucket* table, uint32_t log2, Bucket* old_table,
                                uint32_t old_log2) {
-  const uint64_t n = uint64_t{1} << log2;
-  pc_->flush(table, n * sizeof(Bucket));
+  const uint64_t n = uint64_t{1} << log2, last = variant_.group - 1;
+  pc_->flush(table, table_bytes(log2));
   const bool wrong = pm::mutant("pclht.resize_flush_wrong_chain");
-  for (uint64_t i = 0; i < n; ++i) {
-    const Bucket* chain = wrong ? &old_table[i & ((uint64_t{1} << old_log2) - 1)] : &table[i];
+  for (uint64_t i = 0; i < n; ++i) {  // from each group's last bucket: the overflow
+    const uint64_t old_i = i & ((uint64_t{1} << old_log2) - 1);
+    const Bucket* chain = (wrong ? entry(old_table, old_i) : entry(table, i)) + last;
     for (uint64_t o = chain->next; o != 0; o = at(o)->next) pc_->flush(at(o), sizeof(Bucket));
   }
   pc_->fence();
@@ -80,7 +82,8 @@ void PclhtIndex::retire_table(uint64_t table_word) {
   const uint64_t n = uint64_t{1} << TableLog2(table_word);
   auto* overflow = new std::vector<uint64_t>();
   for (uint64_t i = 0; i < n; ++i) {
-    for (uint64_t o = table[i].next; o != 0; o = at(o)->next) overflow->push_back(o);
+    const Bucket* last = entry(table, i) + (variant_.group - 1);
+    for (uint64_t o = last->next; o != 0; o = at(o)->next) overflow->push_back(o);
   }
   pool_->allocator().epoch().Retire(this, TableOffset(table_word), overflow);
 }
@@ -97,7 +100,7 @@ void PclhtIndex::Reclaim(uint64_t offset, void* aux) {
 // (Unlock clears the obsolete mark too) and frees the unreachable new blocks at once.
 void PclhtIndex::abort_resize(Bucket* old_table, uint64_t frozen,
                               const std::vector<uint64_t>& made, uint64_t new_off) {
-  for (uint64_t i = 0; i < frozen; ++i) VersionLock::Unlock(&old_table[i].lock, gen_);
+  for (uint64_t i = 0; i < frozen; ++i) VersionLock::Unlock(&entry(old_table, i)->lock, gen_);
   pm::Allocator& alloc = pool_->allocator();
   for (uint64_t o : made) alloc.free(o);
   alloc.free(new_off);
@@ -108,16 +111,18 @@ bool PclhtIndex::resize(uint64_t old_word) {
   if (!lock.owns_lock() || LoadAcquire(root_->table) != old_word) return false;
   const uint32_t old_log2 = TableLog2(old_word), log2 = old_log2 + 1;
   const uint64_t old_n = uint64_t{1} << old_log2;
-  Result<uint64_t> block = pool_->allocator().allocate(sizeof(Bucket) << log2, /*zero=*/true);
+  Result<uint64_t> block = pool_->allocator().allocate(table_bytes(log2), /*zero=*/true);
   if (!block.ok()) return false;  // keep the long chains; a later insert tries again
   Bucket* table = at(block.value());
+  link_groups(table, log2);
   Bucket* old_table = at(TableOffset(old_word));
   std::vector<uint64_t> made;
   for (uint64_t i = 0; i < old_n; ++i) {
     // Freeze: writers of this chain wait for the switch; readers read on (nothing changes).
-    VersionLock::Lock(&old_table[i].lock, gen_);
-    VersionLock::MarkObsolete(&old_table[i].lock, gen_);
-    if (!copy_chain(&old_table[i], table, log2, &made)) {
+    Bucket* old_first = entry(old_table, i);
+    VersionLock::Lock(&old_first->lock, gen_);
+    VersionLock::MarkObsolete(&old_first->lock, gen_);
+    if (!copy_chain(old_first, table, log2, &made)) {
       abort_resize(old_table, i + 1, made, block.value());
       return false;
     }
