@@ -6,6 +6,7 @@
 #include "common/test_kinds.h"
 #include "common/test_util.h"
 #include "core/value_store.h"
+#include "core/write_batch_log.h"
 #include "pm/alloc.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
@@ -153,8 +154,11 @@ TEST(Registry, MutantsComeFromTheRegistrations) {
     EXPECT_EQ(FindMutant(m.name), FindMutant(m.name));
     ASSERT_NE(FindMutant(m.name), nullptr) << m.name;
     EXPECT_FALSE(m.breaks.empty()) << m.name;
-    bool layer = false;  // the value store's, above every index (core/value_store.h)
+    // The layers above every index have their own: the value store (core/value_store.h)
+    // and the write batches (core/write_batch_log.h).
+    bool layer = false;
     for (const MutantInfo& v : ValueStoreMutants()) layer = layer || v.name == m.name;
+    for (const MutantInfo& v : WriteBatchMutants()) layer = layer || v.name == m.name;
     if (layer) continue;
     const IndexRegistration* owner = FindIndex(m.name.substr(0, m.name.find('.')));
     ASSERT_NE(owner, nullptr) << m.name;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -105,8 +106,9 @@ TEST(VersionLockTest, VersionWrapsWithinItsBitsAndKeepsTheGeneration) {
 // Writers keep two counters equal under the lock (Lock, LockInline or TryLock, then Unlock
 // or Release); optimistic readers that validate must never see them differ, and no increment
 // may be lost. More threads than cores: holders get descheduled (Backoff's yield path).
-// Writers go on past their increments until readers have validated kMinValidated reads, so
-// the torn-read check saw reads that raced the writers, however the threads were scheduled.
+// Writers go on past their increments until readers have validated kMinValidated reads (for
+// at most 20 s: on a loaded machine the readers may wait long for a core), so the torn-read
+// check saw reads that raced the writers, however the threads were scheduled.
 TEST(VersionLockTest, WritersExcludeEachOtherAndReadersSeeOneState) {
   constexpr int kWriters = 4;
   constexpr int kReaders = 2;
@@ -121,8 +123,9 @@ TEST(VersionLockTest, WritersExcludeEachOtherAndReadersSeeOneState) {
   for (int t = 0; t < kWriters; ++t) {
     threads.emplace_back([&, t] {
       int i = 0;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       for (; i < kIncrements || (validated.load(std::memory_order_relaxed) < kMinValidated &&
-                                 i < 50 * kIncrements);
+                                 (i % 1024 != 0 || std::chrono::steady_clock::now() < deadline));
            ++i) {
         uint64_t held = 0;
         switch ((t + i) % 3) {
