@@ -141,12 +141,18 @@ void CheckRandomMoves(Index& index, const Model& model, const IteratorOptions& o
   } else {  // the smallest key >= target, >= lower_bound, < upper_bound
     it->Seek(target);
     m = model.lower_bound(std::max(target, options.lower_bound));
-    if (m != model.end() && !options.upper_bound.empty() && m->first >= options.upper_bound)
+    // Past every key, or at or past the upper bound: the iterator is not valid.
+    if (m == model.end() || (!options.upper_bound.empty() && m->first >= options.upper_bound))
       m = range.end();
   }
   for (int step = 0; step < 40; ++step) {
     const bool valid = m != range.end();
-    ASSERT_EQ(it->Valid(), valid) << (for_prev ? "SeekForPrev " : "Seek ") << "step " << step;
+    ASSERT_EQ(it->Valid(), valid) << (for_prev ? "SeekForPrev " : "Seek ") << "step " << step
+                                  << " target " << ::testing::PrintToString(target) << " bounds ["
+                                  << ::testing::PrintToString(options.lower_bound) << ", "
+                                  << ::testing::PrintToString(options.upper_bound) << ") expected "
+                                  << (valid ? ::testing::PrintToString(m->first) : "none")
+                                  << " status " << it->status().ToString();
     if (!valid) break;
     ASSERT_EQ(it->key(), m->first) << "step " << step;
     ASSERT_EQ(it->value(), m->second) << "step " << step;
