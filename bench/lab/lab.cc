@@ -1,6 +1,5 @@
 // `pmindex lab` driver: the arena, the two persist contexts, the node-level measurement loop,
 // Table 4 and the output formats (lab.h).
-#include <emmintrin.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -43,12 +42,6 @@ std::unique_ptr<Arena> Arena::Create(const std::string& dir, size_t bytes) {
 Arena::~Arena() {
   if (base_ != nullptr) ::munmap(base_, size_);
   if (!path_.empty()) ::unlink(path_.c_str());
-}
-
-void Evict(const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  for (size_t i = 0; i < n; i += 64) _mm_clflush(c + i);
-  _mm_mfence();
 }
 
 double NowNs() {
@@ -134,7 +127,7 @@ double TimedUncached(Lab& lab, const Layout& l, const NodeOp& op, const char* tm
   which.resize(n);
   for (size_t s : which) {
     std::memcpy(lab.arena->base() + s * pair, tmpl, pair);
-    Evict(lab.arena->base() + s * pair, pair);
+    pm::EvictLines(lab.arena->base() + s * pair, pair);
   }
   const double overhead = ClockOverhead();
   std::vector<double> samples;

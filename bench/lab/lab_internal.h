@@ -10,6 +10,7 @@
 
 #include "bench/lab/lab.h"
 #include "pm/persist.h"
+#include "pm/prefetch.h"  // EvictLines: the uncached measurements
 #include "primitives/node.h"
 
 namespace pmindex::lab {
@@ -45,8 +46,6 @@ struct Lab {
   void Progress(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 };
 
-// Evicts [p, p+n) from every cache level (clflush), for the uncached measurements.
-void Evict(const void* p, size_t n);
 double NowNs();
 // The median of `samples` (robust to the preemptions of a shared machine); reorders them.
 double Median(std::vector<double>& samples);

@@ -299,7 +299,7 @@ void FillLevel(Pool& pool, size_t r, bool dup) {
       const uint64_t k = dup ? 2 * i : 2 * (4 * i + q);
       run[i] = {k, {k, q}};
     }
-    Evict(run, r * sizeof(Pair));
+    pm::EvictLines(run, r * sizeof(Pair));
   }
 }
 

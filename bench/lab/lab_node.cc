@@ -176,7 +176,7 @@ void RunE2(Lab& lab) {
     }
     for (int depth = 1; depth <= 5; ++depth) {
       lab.Progress("E2 traverse, %s, depth %d", where == 0 ? "DRAM" : "arena", depth);
-      Evict(base, nodes * kNode);
+      pm::EvictLines(base, nodes * kNode);
       std::vector<uint64_t> path(lab.iters);
       for (auto& p : path) p = lab.rng();
       std::vector<double> samples;

@@ -6,6 +6,11 @@
 // into one function GCC 12 dropped the leaf prefetches (measured: wbtree's eadr insert
 // 320 -> 452 ns without them). A volatile asm is never deleted; the library prefetches only
 // through these two functions.
+//
+// EvictLines is the opposite request, for measurements only: it writes back and invalidates
+// lines so that the next access misses (the primitive lab's uncached experiments). It is not
+// a persist: it is not counted, the crash tracker does not see it, and no index calls it
+// (indexes persist through persist.h).
 #ifndef PMINDEX_PM_PREFETCH_H_
 #define PMINDEX_PM_PREFETCH_H_
 
@@ -23,6 +28,13 @@ inline void PrefetchLine(const void* p) {
 [[gnu::always_inline]] inline void PrefetchLines(const void* p, size_t from, size_t to) {
 #pragma GCC unroll 64
   for (size_t off = from; off < to; off += 64) PrefetchLine(static_cast<const char*>(p) + off);
+}
+
+// Writes back and invalidates the cache lines of [p, p + n), then waits for it (mfence).
+inline void EvictLines(const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t i = 0; i < n; i += 64) asm volatile("clflush %0" : "+m"(*const_cast<char*>(c + i)));
+  asm volatile("mfence" ::: "memory");
 }
 
 }  // namespace pmindex::pm
