@@ -17,14 +17,14 @@ stages="${*:-release package asan tsan}"
 build() {  # build <dir> <extra cmake args...>
   local dir=$1; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPMINDEX_MUTANTS=ON \
-    -DPMINDEX_WERROR=ON "$@" >/dev/null
+    -DPMINDEX_WERROR=ON -DPMINDEX_LINE_TABLES_ONLY=ON "$@" >/dev/null
 }
 
 # The library as a user gets it: Release, no tests, no tools, no mutants.
 build_lib() {  # build_lib <dir> <extra cmake args...>
   local dir=$1; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPMINDEX_BUILD_TESTS=OFF \
-    -DPMINDEX_BUILD_TOOLS=OFF -DPMINDEX_WERROR=ON "$@" >/dev/null
+    -DPMINDEX_BUILD_TOOLS=OFF -DPMINDEX_WERROR=ON -DPMINDEX_LINE_TABLES_ONLY=ON "$@" >/dev/null
   ninja -C "$dir" -j"$jobs"
 }
 

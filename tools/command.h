@@ -2,9 +2,9 @@
 //
 // Each subcommand lives in its own cmd_<name>.cc and exposes one Add<Name>Command function
 // that adds its CLI11 subcommand to the app and, when the user chooses it, stores its action
-// in the CommandSet; main.cc calls each Add function with one line. An action returns the
-// process exit code: 0 success, 1 an error (the message names the file and the reason),
-// 2 a usage error (CLI11 parse errors are mapped to 2 by main).
+// in the CommandSet; run.cc (RunCli, the body of main.cc) calls each Add function with one
+// line. An action returns the process exit code: 0 success, 1 an error (the message names the
+// file and the reason), 2 a usage error (CLI11 parse errors are mapped to 2 by RunCli).
 #ifndef PMINDEX_TOOLS_COMMAND_H_
 #define PMINDEX_TOOLS_COMMAND_H_
 
