@@ -22,6 +22,15 @@ constexpr char kMutantFreeFirst[] = "fptree-var.free_key_before_bitmap_persist";
 
 uint64_t Mask(size_t n) { return n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
 
+// The first 8 bytes of a key (or of what follows a prefix all keys compared share), zero
+// padded, as a big-endian number: ordered as the keys are where they differ (equal ones
+// need the whole keys).
+uint64_t Prefix(std::string_view key) {
+  uint64_t w = 0;
+  std::memcpy(&w, key.data(), std::min<size_t>(key.size(), 8));
+  return __builtin_bswap64(w);
+}
+
 }  // namespace
 
 uint8_t FPTreeVar::Fingerprint(std::string_view key) {
@@ -130,9 +139,20 @@ size_t FPTreeVar::collect_sorted(const Leaf* l, std::string_view from, Item* out
   for (uint64_t m = l->bitmap; m != 0; m &= m - 1) {
     const int i = __builtin_ctzll(m);
     const std::string_view k = key_at(l->kv[i].key_ref);
-    if (k >= from) out[n++] = Item{k, l->kv[i].key_ref, l->kv[i].value, l->fp[i]};
+    if (from.empty() || k >= from) out[n++] = Item{k, l->kv[i].key_ref, l->kv[i].value, l->fp[i]};
   }
-  std::sort(out, out + n, [](const Item& a, const Item& b) { return a.key < b.key; });
+  // The keys of a leaf are neighbours and share a long prefix: order by the 8 bytes after it.
+  size_t common = n > 0 ? out[0].key.size() : 0;
+  for (size_t i = 1; i < n && common > 0; ++i) {
+    const std::string_view a = out[0].key.substr(0, common), b = out[i].key;
+    size_t j = 0;
+    while (j < a.size() && j < b.size() && a[j] == b[j]) ++j;
+    common = j;
+  }
+  for (size_t i = 0; i < n; ++i) out[i].prefix = Prefix(out[i].key.substr(common));
+  std::sort(out, out + n, [](const Item& a, const Item& b) {
+    return a.prefix != b.prefix ? a.prefix < b.prefix : a.key < b.key;
+  });
   return n;
 }
 
@@ -160,6 +180,7 @@ size_t FPTreeVar::scan(std::string_view start, size_t max_count, ScanCallback fn
   size_t emitted = 0;
   for (auto it = leaf_for(start); it != bounds_.end(); ++it) {
     const size_t n = collect_sorted(at(it->second), start, buf);
+    start = std::string_view();  // every key of the leaves after the first lies above it
     for (size_t i = 0; i < n; ++i) {
       const std::string_view value(reinterpret_cast<const char*>(&buf[i].value),
                                    buf[i].key_ref >> 56);
@@ -311,7 +332,7 @@ Status FPTreeVar::replace(Bounds::iterator it, std::string_view key, uint64_t va
     Item* pos = std::lower_bound(buf, buf + n, key,
                                  [](const Item& a, std::string_view k) { return a.key < k; });
     std::move_backward(pos, buf + n, buf + n + 1);
-    *pos = Item{key_at(fresh), fresh | uint64_t{vlen} << 56, value, Fingerprint(key)};
+    *pos = Item{key_at(fresh), fresh | uint64_t{vlen} << 56, value, Fingerprint(key), 0};
     ++n;
   }
   uint64_t blocks[2];

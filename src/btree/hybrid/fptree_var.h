@@ -129,12 +129,15 @@ class FPTreeVar final : public Index {
   Status close() override;
 
  private:
-  // A live entry as splits and scans sort them.
+  // A live entry as splits and scans sort them. `prefix` (the 8 key bytes after the prefix
+  // the leaf's keys share, zero padded, big-endian) orders most pairs without comparing
+  // the out-of-line keys.
   struct Item {
     std::string_view key;
     uint64_t key_ref;
     uint64_t value;
     uint8_t fp;
+    uint64_t prefix = 0;
   };
   using Bounds = std::map<std::string, uint64_t, std::less<>>;  // lower bound -> leaf offset
 
