@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -192,6 +195,34 @@ TEST(FPTreeVarTest, RefusesOtherLayout) {
     ASSERT_TRUE(idx.ok());
   }
   EXPECT_FALSE(OpenIndex(dir.file("pool"), BTreeOptions(8ull << 20), "fptree").ok());
+}
+
+// A key reference outside the pool is Corruption at open, and the refused open writes nothing.
+TEST(FPTreeVarTest, BadKeyReferenceIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("pool");
+  {
+    auto idx = CreateIndex(kName, path, BTreeOptions(8ull << 20));
+    ASSERT_TRUE(idx.ok());
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE(idx.value()->insert("key" + std::to_string(i), "v").ok());
+    }
+  }
+  auto read_all = [&] {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  std::string bytes = read_all();
+  uint64_t head = 0;
+  std::memcpy(&head, bytes.data() + 1024 + 16, 8);  // BTreeRoot::head in the root area
+  ASSERT_NE(head, 0u);
+  const uint64_t bad = uint64_t{1} << 50;
+  std::memcpy(bytes.data() + head + offsetof(btree::FPTreeVarLeaf, kv), &bad, 8);
+  { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
+  auto idx = OpenIndex(path, BTreeOptions(8ull << 20), kName);
+  ASSERT_FALSE(idx.ok());
+  EXPECT_TRUE(idx.status().IsCorruption()) << idx.status().ToString();
+  EXPECT_EQ(read_all(), bytes) << "the refused open wrote the file";
 }
 
 // 8-byte keys through the hybrid B+trees' concurrency checks (disjoint ranges against
