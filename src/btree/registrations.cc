@@ -3,6 +3,7 @@
 
 #include "btree/fastfair/fastfair.h"
 #include "btree/hybrid/fptree_leaf.h"
+#include "btree/hybrid/fptree_var.h"
 #include "btree/hybrid/hybrid_tree.h"
 #include "btree/hybrid/nvtree_leaf.h"
 #include "btree/hybrid/rntree_leaf.h"
@@ -17,6 +18,7 @@ std::vector<IndexRegistration> Registrations() {
       MakeRegistration<WBTreeLayout>(),         // hybrid/wbtree_leaf.h
       MakeRegistration<WBTreeSOLayout>(),       // hybrid/wbtree_so_leaf.h
       MakeRegistration<FPTreeLayout>(),         // hybrid/fptree_leaf.h
+      FPTreeVarRegistration(),                  // hybrid/fptree_var.h, byte-string keys
       MakeRegistration<RNTreeLayout<false>>(),  // hybrid/rntree_leaf.h
       MakeRegistration<RNTreeLayout<true>>(),   // hybrid/rntree_leaf.h, dual slot array
       fastfair::Registration(),                 // fastfair/fastfair.h

@@ -89,8 +89,11 @@ struct FPTreeLayout {
     return static_cast<uint8_t>((key * 0x9E3779B97F4A7C15ull) >> 56);
   }
 
-  // Bit i set: fp[i] == f (atomic 8-byte loads, then SSE2 compares).
-  static uint64_t Matches(const Leaf* l, uint8_t f) {
+  // Bit i set: fp[i] == f (atomic 8-byte loads, then SSE2 compares). Any leaf with a
+  // 64-byte, 8-byte aligned fp array (also fptree_var.h's).
+  template <typename AnyLeaf>
+  static uint64_t Matches(const AnyLeaf* l, uint8_t f) {
+    static_assert(sizeof(l->fp) == 64 && alignof(AnyLeaf) >= 8 && offsetof(AnyLeaf, fp) % 8 == 0);
     const uint64_t* w = reinterpret_cast<const uint64_t*>(l->fp);
     const __m128i needle = _mm_set1_epi8(static_cast<char>(f));
     uint64_t mask = 0;
