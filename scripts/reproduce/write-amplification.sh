@@ -15,11 +15,12 @@
 # missing). Writes bench JSON and text per workload group, write-amplification.md (the
 # tables beside the paper's Table 2) and wa-*.png. The study's P-Masstree, P-BwTree and P-HOT
 # are not in pmindex yet: named empty rows. Then the paper's section IV optimizations that
-# pmindex has as P-CLHT variants (doc/write-amplification.md "Optimizations"), each base
-# against variant on workload A (a-insert), 1 thread: flush coalescing and 256-byte buckets
-# at --opt-keys keys and operations (default 1000000); early eviction of the lock word (and
-# it with coalescing) with --count-unflushed, which is slow, at --opt-unflushed-keys (default
-# 20000) in a sparse table, and early eviction and all three at 10x that in a grown table.
+# pmindex has as P-CLHT and FAST&FAIR variants (doc/write-amplification.md "Optimizations"),
+# each base against variant on workload A (a-insert), 1 thread: flush coalescing, 256-byte
+# buckets and 256-byte FAST&FAIR nodes at --opt-keys keys and operations (default 1000000);
+# early eviction of the lock word (and it with coalescing) with --count-unflushed, which is
+# slow, at --opt-unflushed-keys (default 20000) in a sparse table, and early eviction and all
+# three at 10x that in a grown table.
 # Their table goes into write-amplification.md beside the paper's Fig. 10 figures.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --opt-keys) opt_keys=$2; shift 2 ;;
     --opt-unflushed-keys) opt_unflushed_keys=$2; shift 2 ;;
-    *) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -75,6 +76,8 @@ opt_run fcve variant pclht "$sparse flush=coalesce unlock=flush" "$opt_unflushed
   --count-unflushed
 opt_run xs base pclht "" "$opt_keys"
 opt_run xs variant pclht "$pclht_params bucket_bytes=256" "$opt_keys"
+opt_run xs-ff base fastfair "" "$opt_keys"
+opt_run xs-ff variant fastfair "fastfair node_bytes=256" "$opt_keys"
 dense_keys=$((opt_unflushed_keys * 10))
 opt_run all base pclht "" "$dense_keys" --count-unflushed
 opt_run all variant pclht "$pclht_params flush=coalesce unlock=flush bucket_bytes=256" \

@@ -35,8 +35,10 @@ using btree::fastfair::SentinelKey;
 using btree::fastfair::View;
 
 std::unique_ptr<Index> Create(const TempDir& dir, const std::string& name = "p.pool",
-                              uint64_t size = 64ull << 20) {
-  auto r = CreateIndex("fastfair", dir.file(name), BTreeOptions(size));
+                              uint64_t size = 64ull << 20, const std::string& params = "") {
+  Options o = BTreeOptions(size);
+  o.index_params = params;
+  auto r = CreateIndex("fastfair", dir.file(name), o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? std::move(r.value()) : nullptr;
 }
@@ -64,11 +66,13 @@ uint64_t DrawValue(std::mt19937_64& rng) {
   }
 }
 
-TEST(FastFairModelTest, LockstepWithZeroAndSharedValues) {
+// Random operations in lockstep with a map, verify() as it goes, reopened after each round;
+// `params` are the pool's index parameters (the node size).
+void RunLockstep(const std::string& params) {
   const uint64_t seed = TestSeed(11);
-  SCOPED_TRACE(SeedTrace(seed));
+  SCOPED_TRACE(SeedTrace(seed) + " params '" + params + "'");
   TempDir dir;
-  auto index = Create(dir);
+  auto index = Create(dir, "p.pool", 64ull << 20, params);
   ASSERT_NE(index, nullptr);
   std::map<uint64_t, uint64_t> model;
   std::mt19937_64 rng(seed);
@@ -124,6 +128,11 @@ TEST(FastFairModelTest, LockstepWithZeroAndSharedValues) {
   }
 }
 
+TEST(FastFairModelTest, LockstepWithZeroAndSharedValues) { RunLockstep(""); }
+
+// The XPLine-sized node (12 slots): splits three times as often, the same rule.
+TEST(FastFairModelTest, LockstepWith256ByteNodes) { RunLockstep("node_bytes=256"); }
+
 // Value 0 is an entry like any other (the authors' code took a NULL value as the end of the
 // node), and so are equal values of adjacent keys (it took two equal pointers for the
 // transient duplicate of a shift). A byte copy of the open pool stands for a crash.
@@ -170,7 +179,7 @@ void Fill(Node* n, const std::vector<uint64_t>& keys) {
 
 std::vector<uint64_t> Entries(const Node* n) {
   View v;
-  ReadNode(n, &v);
+  ReadNode(n, Node::kSlots, &v);
   std::vector<uint64_t> out;
   for (size_t i = 0; i < v.n; ++i) {
     EXPECT_EQ(v.value[i], v.key[i] * 10) << "key " << v.key[i] << " read with another's value";
@@ -195,7 +204,7 @@ void CheckSequence(Node* n, const std::vector<std::pair<uint64_t*, uint64_t>>& s
     // The point probe (lookups, the descent) agrees: the largest entry <= q, with its value.
     for (uint64_t q = 0; q <= 3 * Node::kSlots + 2; ++q) {
       btree::fastfair::Probe p;
-      btree::fastfair::ProbeNode(n, q, &p);
+      btree::fastfair::ProbeNode(n, Node::kSlots, q, &p);
       const auto le = std::upper_bound(seen.begin(), seen.end(), q);
       ASSERT_EQ(p.found, le != seen.begin()) << what << ", store " << i << ", probe " << q;
       if (p.found) {
@@ -206,8 +215,8 @@ void CheckSequence(Node* n, const std::vector<std::pair<uint64_t*, uint64_t>>& s
     ++i;
   }
   View v;
-  ReadNode(n, &v);
-  ASSERT_TRUE(Canonical(n, v)) << what;
+  ReadNode(n, Node::kSlots, &v);
+  ASSERT_TRUE(Canonical(n, Node::kSlots, v)) << what;
 }
 
 // node.h's insert sequence: sentinel, the shift right (value, then key), the new entry
@@ -259,12 +268,12 @@ void CheckDelete(const std::vector<uint64_t>& keys, size_t pos) {
 // Every count and position, so every shift starts at every slot and crosses every line
 // boundary; and the nodes around key 0, where no sentinel key exists (kNoOverflow).
 TEST(FastFairNodeTest, EveryPrefixOfEveryShiftReadsBeforeOrAfter) {
-  for (size_t cnt = 0; cnt < Node::kMaxEntries; ++cnt) {
+  for (size_t cnt = 0; cnt < Node::kSlots - 1; ++cnt) {
     std::vector<uint64_t> keys;
     for (size_t i = 0; i < cnt; ++i) keys.push_back(2 * i + 2);
     for (size_t pos = 0; pos <= cnt; ++pos) ASSERT_NO_FATAL_FAILURE(CheckInsert(keys, 2 * pos + 1));
   }
-  for (size_t cnt = 1; cnt <= Node::kMaxEntries; ++cnt) {
+  for (size_t cnt = 1; cnt <= Node::kSlots - 1; ++cnt) {
     std::vector<uint64_t> keys;
     for (size_t i = 0; i < cnt; ++i) keys.push_back(3 * i);  // key 0 first
     for (size_t pos = 0; pos < cnt; ++pos) ASSERT_NO_FATAL_FAILURE(CheckDelete(keys, pos));
@@ -448,6 +457,63 @@ TEST(FastFairFenceTest, AveragePerInsertWithinBounds) {
   }
 }
 
+// ---- the 256-byte node (XPLine-aware sizing) ------------------------------------------------
+
+TEST(FastFairVariantTest, NodeSizeIsThePoolsAndOnlyTheTwoSizes) {
+  TempDir dir;
+  Options bad = BTreeOptions(8ull << 20);
+  bad.index_params = "node_bytes=300";
+  auto r = CreateIndex("fastfair", dir.file("bad.pool"), bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  auto index = Create(dir, "p.pool", 64ull << 20, "node_bytes=256");
+  for (uint64_t k = 0; k < 2000; ++k) ASSERT_TRUE(index->insert(IntKey(k), IntValue(k)).ok());
+  ASSERT_TRUE(index->close().ok());
+  index = Open(dir.file("p.pool"));  // default options: the header says 256
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->verify().ok()) << index->verify().ToString();
+  const IndexStats st = index->stats();
+  uint64_t nodes = 0;
+  for (const auto& [name, n] : st.nodes) {
+    if (name == "leaves" || name == "inner") nodes += n;
+  }
+  ASSERT_GT(nodes, 0u);
+  EXPECT_EQ(st.pm_bytes, nodes * 256);
+  EXPECT_GE(nodes, 2000u / 11);  // at most 11 entries a node
+  EXPECT_TRUE(index->insert(IntKey(5000), IntValue(1)).ok());
+}
+
+// What the study's XPLine-aware sizing saves: an insert's shift dirties lines of one XPLine
+// instead of two, so fewer media writes and WPQ inserts per insert (random 8-byte keys, the
+// shared write-combining model), at the price of more splits.
+TEST(FastFairVariantTest, XPLineNodesCostFewerMediaWritesPerInsert) {
+  double wpq[2], media[2];
+  const char* params[2] = {"", "node_bytes=256"};
+  const uint64_t n = Scale(20000);
+  for (int v = 0; v < 2; ++v) {
+    TempDir dir;
+    Options o = BTreeOptions(64ull << 20);
+    o.model_media = true;
+    o.media_model = MediaModel::kShared;
+    o.index_params = params[v];
+    auto index = CreateIndex("fastfair", dir.file("p.pool"), o).value();
+    pm::PersistContext& pc = index->pool()->persist_context();
+    std::mt19937_64 rng(3);
+    pc.drain_media();
+    const PersistCounters before = pc.counters();
+    for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(index->insert(IntKey(rng()), IntValue(i)).ok());
+    pc.drain_media();
+    const PersistCounters d = pc.counters() - before;
+    wpq[v] = static_cast<double>(d.wpq_inserts) / static_cast<double>(n);
+    media[v] = static_cast<double>(d.media_writes * 4) / static_cast<double>(n);
+    ASSERT_TRUE(index->verify().ok()) << index->verify().ToString();
+  }
+  std::printf("fastfair random inserts, per insert: 512-byte nodes %.2f wpq %.2f media units; "
+              "256-byte nodes %.2f wpq %.2f media units\n", wpq[0], media[0], wpq[1], media[1]);
+  EXPECT_LT(media[1], media[0]);
+  EXPECT_LT(wpq[1], wpq[0]);
+}
+
 // ---- crash campaign -----------------------------------------------------------------------
 
 crashtest::CampaignOptions Campaign(uint64_t ops, const std::string& scenario = {}) {
@@ -486,6 +552,17 @@ TEST(FastFairCrashTest, TornLinesBreakFastAsDocumented) {
   crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
   ASSERT_TRUE(r.error.ok()) << r.error.ToString();
   EXPECT_FALSE(r.failures.empty()) << "torn lines no longer break FAST: update doc/fastfair.md";
+}
+
+// The 256-byte node under the campaign (line-granular images, as the base).
+TEST(FastFairCrashTest, XPLineNodesRecover) {
+  crashtest::CampaignOptions o = Campaign(Scale(200));
+  o.index_params = "node_bytes=256";
+  o.points = Sanitized() ? 40 : Scale(120);
+  crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.failures.empty()) << crashtest::FormatResult(r);
+  std::printf("%s\n", crashtest::FormatResult(r).c_str());
 }
 
 // Each mutant, selected below by name, must fail the campaign without torn images (which

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "pm/alloc.h"
 #include "pm/mutant.h"
@@ -37,14 +39,30 @@ const IndexTraits& FastFairTree::traits() const {
   return traits;
 }
 
-FastFairTree::FastFairTree(std::unique_ptr<Pool> pool)
+FastFairTree::FastFairTree(std::unique_ptr<Pool> pool, size_t node_bytes)
     : pool_(std::move(pool)),
       pc_(&pool_->persist_context()),
       base_(pool_->base()),
       root_(reinterpret_cast<FastFairRoot*>(pool_->root_area())),
-      gen_(static_cast<uint32_t>(pool_->generation())) {}
+      gen_(static_cast<uint32_t>(pool_->generation())),
+      node_bytes_(node_bytes),
+      slots_(SlotsFor(node_bytes)) {}
+
+Result<size_t> FastFairTree::NodeBytes(std::string_view params) {
+  const std::string text(params.data(), strnlen(params.data(), params.size()));
+  const size_t at = text.find("node_bytes=");
+  if (at == std::string::npos) return size_t{512};
+  const unsigned long n = std::strtoul(text.c_str() + at + 11, nullptr, 10);
+  if (n != 512 && n != 256) {
+    return Status::InvalidArgument("fastfair: node_bytes must be 512 or 256 (index parameters '" +
+                                   text + "')");
+  }
+  return size_t{n};
+}
 
 Result<std::unique_ptr<Index>> FastFairTree::Attach(std::unique_ptr<Pool> pool, bool fresh) {
+  Result<size_t> node_bytes = NodeBytes(pool->index_params());
+  if (!node_bytes.ok()) return node_bytes.status();
   auto* root = reinterpret_cast<FastFairRoot*>(pool->root_area());
   const uint64_t kind = static_cast<uint32_t>(kFastFairKind);
   // As the hybrid trees: a pool without the magic is new only if nothing was ever carved.
@@ -60,7 +78,7 @@ Result<std::unique_ptr<Index>> FastFairTree::Attach(std::unique_ptr<Pool> pool, 
   } else if (root->magic != kFastFairMagic || root->kind != kind) {
     return Status::Corruption(pool->path() + ": root area is not a fastfair tree");
   }
-  return std::unique_ptr<Index>(new FastFairTree(std::move(pool)));
+  return std::unique_ptr<Index>(new FastFairTree(std::move(pool), *node_bytes));
 }
 
 Status FastFairTree::close() {
@@ -85,7 +103,7 @@ void FastFairTree::read(const Node* node, View* v) const {
       VersionLock::Backoff(spins);
       continue;
     }
-    ReadNode(node, v);
+    ReadNode(node, slots_, v);
     // The rule reads the slots in the frame of the count read first: if an insert finished
     // meanwhile (the count rose) a second one may have shifted the slots in the next frame,
     // where the old overflow slot is an in-range slot whose stale copy lies beyond the range.
@@ -102,7 +120,7 @@ void FastFairTree::probe(const Node* node, uint64_t k, Probe* p) const {
       VersionLock::Backoff(spins);
       continue;
     }
-    ProbeNode(node, k, p);
+    ProbeNode(node, slots_, k, p);
     if (LoadAcquire(node->count) != p->count_word) continue;  // as in read()
     if (pm::ReadAgain(&node->seq) == s) return;
   }
@@ -219,7 +237,7 @@ Node* FastFairTree::lock_for(uint64_t k, uint32_t level) {
   for (;;) {
     // Locked, the node is truncated: a last key above k keeps k here (no sibling read).
     const size_t c = Load(n->count) & kCountMask;
-    if (c > 0 && c <= Node::kSlots && Load(n->slot[c - 1].key) > k) return n;
+    if (c > 0 && c <= slots_ && Load(n->slot[c - 1].key) > k) return n;
     const uint64_t sib = LoadAcquire(n->sibling);
     if (sib == 0 || k < at(sib)->low_key) return n;
     Node* next = at(sib);  // k moved right with a split: follow it
@@ -238,8 +256,8 @@ Status FastFairTree::put(Op op, uint64_t k, uint64_t value) {
       continue;
     }
     View v;
-    ReadLocked(leaf, &v);
-    assert(Canonical(leaf, v));
+    ReadLocked(leaf, slots_, &v);
+    assert(Canonical(leaf, slots_, v));
     const size_t pos = static_cast<size_t>(std::lower_bound(v.key, v.key + v.n, k) - v.key);
     if (pos < v.n && v.key[pos] == k) {
       if (op == Op::kInsert) {
@@ -255,7 +273,7 @@ Status FastFairTree::put(Op op, uint64_t k, uint64_t value) {
       unlock(leaf);
       return Status::NotFound();
     }
-    if (v.n < Node::kMaxEntries) {
+    if (v.n < max_entries()) {
       fast_insert(leaf, v, pos, k, value);
       unlock(leaf);
       return Status::OK();
@@ -267,7 +285,7 @@ Status FastFairTree::put(Op op, uint64_t k, uint64_t value) {
 // FAST insert into locked, canonical `n` with room (node.h has the order and its argument).
 void FastFairTree::fast_insert(Node* n, const View& v, size_t pos, uint64_t k, uint64_t value) {
   const size_t cnt = v.n;
-  assert(cnt < Node::kMaxEntries && pos <= cnt);
+  assert(cnt < max_entries() && pos <= cnt);
   const uint64_t last = pos == cnt ? k : v.key[cnt - 1];
   LineWriter w(*pc_, LineWriter::Kind::kShiftRight);
   w.store(&n->slot[cnt + 1].key, SentinelKey(last));  // beyond the range until the count rises
@@ -288,8 +306,8 @@ Status FastFairTree::erase(uint64_t k) {
   Node* leaf = lock_for(k, 0);
   if (leaf == nullptr) return Status::NotFound();
   View v;
-  ReadLocked(leaf, &v);
-  assert(Canonical(leaf, v));
+  ReadLocked(leaf, slots_, &v);
+  assert(Canonical(leaf, slots_, v));
   const size_t pos = static_cast<size_t>(std::lower_bound(v.key, v.key + v.n, k) - v.key);
   if (pos == v.n || v.key[pos] != k) {
     unlock(leaf);
@@ -395,7 +413,7 @@ void FastFairTree::truncate(Node* n, const View& v, size_t keep) {
 }
 
 Status FastFairTree::split_insert(Node* n, const View& v, uint64_t k, uint64_t value) {
-  Result<uint64_t> block = pool_->allocator().allocate(sizeof(Node));
+  Result<uint64_t> block = pool_->allocator().allocate(node_bytes_);
   if (!block.ok()) {
     unlock(n);
     return block.status();
@@ -408,11 +426,11 @@ Status FastFairTree::split_insert(Node* n, const View& v, uint64_t k, uint64_t v
   if (truncate_first) truncate(n, v, keep);
   StoreRelease(n->sibling, *block);  // step 2, the commit point of the split
   pc_->persist(&n->sibling, 8);
-  if (pm::mutant("fastfair.sibling_before_persist")) pc_->persist(s, sizeof(Node));
+  if (pm::mutant("fastfair.sibling_before_persist")) pc_->persist(s, node_bytes_);
   if (!truncate_first) truncate(n, v, keep);
   if (k < split_key) {  // step 4: the pending entry goes to the left half
     View left;
-    ReadLocked(n, &left);
+    ReadLocked(n, slots_, &left);
     const uint64_t* at_k = std::lower_bound(left.key, left.key + left.n, k);
     fast_insert(n, left, static_cast<size_t>(at_k - left.key), k, value);
   }
@@ -432,14 +450,14 @@ Status FastFairTree::parent_insert(uint32_t level, uint64_t k, uint64_t child) {
     }
     Node* p = lock_for(k, level);
     View v;
-    ReadLocked(p, &v);
-    assert(Canonical(p, v));
+    ReadLocked(p, slots_, &v);
+    assert(Canonical(p, slots_, v));
     const size_t pos = static_cast<size_t>(std::lower_bound(v.key, v.key + v.n, k) - v.key);
     if (pos < v.n && v.key[pos] == k) {  // a new root took it in already
       unlock(p);
       return Status::OK();
     }
-    if (v.n < Node::kMaxEntries) {
+    if (v.n < max_entries()) {
       fast_insert(p, v, pos, k, child);
       unlock(p);
       return Status::OK();
@@ -458,25 +476,25 @@ Status FastFairTree::grow_root(uint32_t level) {
   uint64_t keys[Node::kSlots];
   uint64_t values[Node::kSlots];
   size_t c = 0;
-  for (uint64_t o = LoadAcquire(at(r)->sibling); o != 0 && c < Node::kMaxEntries;
+  for (uint64_t o = LoadAcquire(at(r)->sibling); o != 0 && c < max_entries();
        o = LoadAcquire(at(o)->sibling)) {
     keys[c] = at(o)->low_key;
     values[c++] = o;
   }
-  Result<uint64_t> block = pool_->allocator().allocate(sizeof(Node));
+  Result<uint64_t> block = pool_->allocator().allocate(node_bytes_);
   if (!block.ok()) return block.status();
   const bool early = pm::mutant("fastfair.root_before_node");
   init_node(at(*block), level, 0, 0, r, keys, values, c, !early);
   StoreRelease(root_->root, *block);  // commit: the new root is durable (unless the mutant)
   pc_->persist(&root_->root, 8);
-  if (early) pc_->persist(at(*block), sizeof(Node));
+  if (early) pc_->persist(at(*block), node_bytes_);
   return Status::OK();
 }
 
 Status FastFairTree::create_first_leaf() {
   std::lock_guard<std::mutex> lock(root_mu_);
   if (LoadAcquire(root_->root) != 0) return Status::OK();
-  Result<uint64_t> block = pool_->allocator().allocate(sizeof(Node));
+  Result<uint64_t> block = pool_->allocator().allocate(node_bytes_);
   if (!block.ok()) return block.status();
   init_node(at(*block), 0, 0, 0, 0, nullptr, nullptr, 0, true);
   StoreRelease(root_->root, *block);  // commit: before it, an empty tree and a free block
@@ -490,7 +508,8 @@ IndexRegistration Registration() {
   r.attach = [](std::unique_ptr<Pool> pool, bool fresh) {
     return FastFairTree::Attach(std::move(pool), fresh);
   };
-  r.params = "node_bytes=512,slots=" + std::to_string(Node::kSlots);
+  // node_bytes=256: one XPLine per node, 12 slots (the write-amplification study's sizing).
+  r.params = "node_bytes=512";
   r.mutants = {
       {"fastfair.skip_shift_flush",
        "an insert's shift fences each line without flushing it: the shifted entries and the "

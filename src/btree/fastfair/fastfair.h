@@ -2,6 +2,10 @@
 // Persistent B+-Tree", FAST 2018): a B+tree whose every node, inner and leaf, lives in the
 // pool, with no log and no copy-on-write. Node layout, reading rule and shift orders: node.h.
 //
+// Node size: 512 bytes (28 slots), or 256 bytes (12 slots, one XPLine) with the index
+// parameter node_bytes=256, the write-amplification study's XPLine-aware sizing; the pool's
+// header records the parameter, so every node of a pool has one size.
+//
 // Persistent state: the pool's root area holds {magic, kind, root} (FastFairRoot); root is the
 // pool offset of the root node (0: empty tree). Nodes of one level form a singly linked list
 // through `sibling`, leftmost first (low_key 0); an inner node routes a key to the child of its
@@ -91,7 +95,11 @@ class FastFairTree final : public Index {
 
  private:
   enum class Op : uint8_t { kInsert, kUpdate, kUpsert };
-  explicit FastFairTree(std::unique_ptr<Pool> pool);
+  FastFairTree(std::unique_ptr<Pool> pool, size_t node_bytes);
+  // The node size named by the pool's index parameters (node_bytes=512 or 256).
+  static Result<size_t> NodeBytes(std::string_view params);
+  // Entries a node holds at most (one slot is the overflow slot).
+  size_t max_entries() const { return slots_ - 1; }
 
   Node* at(uint64_t off) const { return reinterpret_cast<Node*>(base_ + off); }
   uint64_t off(const Node* n) const {
@@ -139,6 +147,8 @@ class FastFairTree final : public Index {
   char* base_;
   FastFairRoot* root_;
   uint32_t gen_;
+  size_t node_bytes_;  // 512 or 256, as the pool's parameters say
+  size_t slots_;       // SlotsFor(node_bytes_)
   std::mutex root_mu_;  // creation of the first leaf and of a new root
 };
 

@@ -11,7 +11,7 @@
 namespace pmindex::btree::fastfair {
 
 Status FastFairTree::check_node(uint64_t o, uint32_t level) const {
-  if (o % 64 != 0 || o < 4096 || o + sizeof(Node) > pool_->size()) {
+  if (o % 64 != 0 || o < 4096 || o + node_bytes_ > pool_->size()) {
     return Status::Corruption("node offset " + std::to_string(o) + " outside the pool");
   }
   const Node* n = at(o);
@@ -22,7 +22,7 @@ Status FastFairTree::check_node(uint64_t o, uint32_t level) const {
     return Status::Corruption("node at offset " + std::to_string(o) + " is at level " +
                               std::to_string(n->level) + ", expected " + std::to_string(level));
   }
-  if ((n->count & kCountMask) > Node::kMaxEntries + 1) {
+  if ((n->count & kCountMask) > slots_) {
     return Status::Corruption("node at offset " + std::to_string(o) + ": count out of range");
   }
   return Status::OK();
@@ -31,11 +31,11 @@ Status FastFairTree::check_node(uint64_t o, uint32_t level) const {
 Status FastFairTree::walk(FunctionRef<Status(Node*, uint64_t)> fn) const {
   uint64_t first = root_->root;
   if (first == 0) return Status::OK();
-  if (first % 64 != 0 || first < 4096 || first + sizeof(Node) > pool_->size()) {
+  if (first % 64 != 0 || first < 4096 || first + node_bytes_ > pool_->size()) {
     return Status::Corruption("root offset " + std::to_string(first) + " outside the pool");
   }
   uint32_t level = at(first)->level;
-  const uint64_t max_nodes = pool_->size() / sizeof(Node) + 1;
+  const uint64_t max_nodes = pool_->size() / node_bytes_ + 1;
   uint64_t visited = 0;
   for (;;) {
     if (Status s = check_node(first, level); !s.ok()) return s;
@@ -63,13 +63,13 @@ Status FastFairTree::walk(FunctionRef<Status(Node*, uint64_t)> fn) const {
 // between reads as the same entries, so a crash during recovery leaves a readable node.
 Status FastFairTree::canonicalize(Node* n) {
   View v;
-  ReadNode(n, &v);
+  ReadNode(n, slots_, &v);
   size_t t = v.n;
   if (v.sibling != 0) {  // an interrupted truncation: the sibling holds these
     const uint64_t hi = at(v.sibling)->low_key;
     while (t > 0 && v.key[t - 1] >= hi) --t;
   }
-  if (t == v.n && Canonical(n, v)) return Status::OK();
+  if (t == v.n && Canonical(n, slots_, v)) return Status::OK();
   if (pm::mutant("fastfair.recovery_keeps_duplicate")) return Status::OK();
   LineWriter w(*pc_, LineWriter::Kind::kPlain);
   for (size_t i = 0; i < t; ++i) {
@@ -82,7 +82,7 @@ Status FastFairTree::canonicalize(Node* n) {
   const size_t c = cw & kCountMask;
   const uint64_t last = t > 0 ? v.key[t - 1] : 0;
   const uint64_t want = CountWord(t, last);
-  const bool sentinel = t > 0 && t < Node::kSlots && !(want & kNoOverflow);
+  const bool sentinel = t > 0 && t < slots_ && !(want & kNoOverflow);
   if (c > t || (c == t && cw != want && (want & kNoOverflow))) {
     StoreRelease(n->count, want);  // hides copies and extras first
     pc_->persist(&n->count, 8);
@@ -120,8 +120,8 @@ Status FastFairTree::visit_blocks(BlockVisitor& visitor) {
 Status FastFairTree::verify_node(Node* n, uint64_t o, uint64_t* keys) const {
   const std::string where = "node at offset " + std::to_string(o);
   View v;
-  ReadNode(n, &v);
-  if (!Canonical(n, v)) return Status::Corruption(where + ": not canonical (count/sentinel)");
+  ReadNode(n, slots_, &v);
+  if (!Canonical(n, slots_, v)) return Status::Corruption(where + ": not canonical (count/sentinel)");
   if (VersionLock::Held(n->version, gen_) || (n->seq & 1)) {
     return Status::Corruption(where + ": locked");
   }
@@ -183,7 +183,7 @@ Status FastFairTree::verify() {
     if (Status vs = verify_node(n, o, &keys); !vs.ok()) return vs;
     if (n->level > 0) {
       View v;
-      ReadNode(n, &v);
+      ReadNode(n, slots_, &v);
       next_named.push_back(n->leftmost);
       for (size_t i = 0; i < v.n; ++i) next_named.push_back(v.value[i]);
     }
@@ -199,7 +199,7 @@ IndexStats FastFairTree::stats() {
   uint64_t leaves = 0, inner = 0, height = 0;
   walk([&](Node* n, uint64_t) {
     View v;
-    ReadNode(n, &v);
+    ReadNode(n, slots_, &v);
     if (n->level == 0) {
       ++leaves;
       st.keys += v.n;
@@ -209,7 +209,7 @@ IndexStats FastFairTree::stats() {
     height = std::max<uint64_t>(height, n->level + 1);
     return Status::OK();
   }).IgnoreError();
-  st.pm_bytes = (leaves + inner) * sizeof(Node);
+  st.pm_bytes = (leaves + inner) * node_bytes_;
   st.nodes = {{"leaves", leaves}, {"inner", inner}, {"height", height}};
   return st;
 }

@@ -3,7 +3,9 @@
 // offset) that writers shift in place with 8-byte stores (FAST), in an order that keeps every
 // intermediate state readable; this header holds the layout and the one rule that reads it.
 //
-// Layout (512 bytes, 8 cache lines; allocator class 512, 256-byte aligned):
+// Layout (512 bytes, 8 cache lines; allocator class 512, 256-byte aligned; the index
+// parameter node_bytes=256 makes every node of a pool 256 bytes, one XPLine: the header line
+// and slot[0..11] in lines 1-3, the struct's later slots absent and never touched):
 //
 //   line 0  off  0  version   u64  volatile    pm::VersionLock word (pool generation)
 //           off  8  seq       u64  volatile    odd while a delete or a split's truncation
@@ -21,7 +23,8 @@
 // transient duplicate of a shift by two equal adjacent pointers; both break for arbitrary
 // values (a value 0, two keys with one value). Here values are never inspected; keys are:
 //
-//   - count c says how many slots are in use; slot c (if c < kSlots and kNoOverflow is clear)
+//   - count c says how many slots are in use; slot c (if c < slots, the node's capacity, and
+//     kNoOverflow is clear)
 //     is the OVERFLOW slot, read too: a shift in flight moves the last entry there first;
 //   - a slot j < c whose key equals the key of slot j+1 (j+1 <= c, the overflow included) is
 //     a stale copy: skipped (the right copy wins);
@@ -66,9 +69,10 @@ static_assert(sizeof(Slot) == 16);
 inline constexpr uint32_t kNodeMagic = 0x4646524eu;  // "NRFF"
 
 struct Node {
+  // The slots of a 512-byte node, the most a node has (arrays of node views are this long).
+  // A tree's nodes have `slots` of them (SlotsFor): at most slots - 1 entries, since an
+  // insert needs the overflow slot and the sentinel after it.
   static constexpr size_t kSlots = 28;
-  // At most kSlots - 1 entries: an insert needs the overflow slot and the sentinel after it.
-  static constexpr size_t kMaxEntries = kSlots - 1;
   uint64_t version;
   uint64_t seq;
   uint64_t count;
@@ -86,6 +90,12 @@ static_assert(offsetof(Node, count) == 16 && offsetof(Node, sibling) == 24);
 static_assert(offsetof(Node, leftmost) == 32 && offsetof(Node, low_key) == 40);
 static_assert(offsetof(Node, level) == 48 && offsetof(Node, magic) == 52);
 static_assert(offsetof(Node, slot) == 64);
+
+// The slots of a node of `node_bytes` (512 or 256): all lines after the header line.
+inline constexpr size_t SlotsFor(size_t node_bytes) {
+  return (node_bytes - offsetof(Node, slot)) / sizeof(Slot);
+}
+static_assert(SlotsFor(512) == Node::kSlots && SlotsFor(256) == 12);
 
 inline constexpr uint64_t kNoOverflow = uint64_t{1} << 63;
 inline constexpr uint64_t kCountMask = 0xFFFF;
@@ -107,10 +117,11 @@ struct View {
   uint8_t from[Node::kSlots];
 };
 
-// The slots a reader reads: [0, count) plus the overflow slot where there is one.
-inline size_t ScannedSlots(uint64_t count_word) {
+// The slots a reader reads in a node of `slots`: [0, count) plus the overflow slot where
+// there is one.
+inline size_t ScannedSlots(uint64_t count_word, size_t slots) {
   const size_t c = count_word & kCountMask;
-  if (c >= Node::kSlots) return Node::kSlots;
+  if (c >= slots) return slots;
   if (c == 0 || (count_word & kNoOverflow)) return c;
   return c + 1;
 }
@@ -121,11 +132,11 @@ inline size_t ScannedSlots(uint64_t count_word) {
 // The count is read first and the slots in its frame: a lock-free caller checks afterwards
 // that the count did not change (an insert that finished during the read may have been
 // followed by one shifting in the next frame) and reads again if it did.
-inline void ReadNode(const Node* node, View* v) {
+inline void ReadNode(const Node* node, size_t slots, View* v) {
   const uint64_t cw = LoadAcquire(node->count);
   v->count_word = cw;
   const size_t c = cw & kCountMask;
-  const size_t m = ScannedSlots(cw);
+  const size_t m = ScannedSlots(cw, slots);
   uint64_t key[Node::kSlots + 1];
   uint64_t value[Node::kSlots + 1];
   for (size_t j = 0; j < m; ++j) {
@@ -167,10 +178,10 @@ struct Probe {
 // overflow slot if it is an entry with such a key, is the entry. Key and value of each slot
 // are loaded in increasing address order like ReadNode (a pair read in order is one the
 // writer's state held), stopping at the first larger key.
-inline void ProbeNode(const Node* node, uint64_t k, Probe* p) {
+inline void ProbeNode(const Node* node, size_t slots, uint64_t k, Probe* p) {
   const uint64_t cw = LoadAcquire(node->count);
   const size_t c = cw & kCountMask;
-  const size_t m = ScannedSlots(cw);
+  const size_t m = ScannedSlots(cw, slots);
   const size_t in_range = c < m ? c : m;
   // The result lives in locals until the end: stores to *p inside the loop would each be
   // kept in order with the acquire loads around them (one store per field per slot).
@@ -207,11 +218,11 @@ inline void ProbeNode(const Node* node, uint64_t k, Probe* p) {
 
 // The entries of a canonical node (the writer's own, under its lock): slots [0, count) as
 // they are, no rule to apply.
-inline void ReadLocked(const Node* node, View* v) {
+inline void ReadLocked(const Node* node, size_t slots, View* v) {
   const uint64_t cw = Load(node->count);
   v->count_word = cw;
   const size_t c = cw & kCountMask;
-  v->n = c < Node::kSlots ? c : Node::kSlots;
+  v->n = c < slots ? c : slots;
   for (size_t j = 0; j < v->n; ++j) {
     v->key[j] = Load(node->slot[j].key);
     v->value[j] = Load(node->slot[j].value);
@@ -221,10 +232,10 @@ inline void ReadLocked(const Node* node, View* v) {
 }
 
 // True if the node is canonical (idle): what every writer expects under its lock.
-inline bool Canonical(const Node* node, const View& v) {
+inline bool Canonical(const Node* node, size_t slots, const View& v) {
   const uint64_t cw = Load(node->count);
   const size_t c = cw & kCountMask;
-  if (c != v.n || c > Node::kMaxEntries) return false;
+  if (c != v.n || c + 1 > slots) return false;
   for (size_t i = 0; i < v.n; ++i) {
     if (v.from[i] != i) return false;
   }
