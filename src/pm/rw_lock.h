@@ -58,7 +58,7 @@
 
 namespace pmindex::pm {
 
-class alignas(64) RwLock {
+class RwLock {
  public:
   RwLock() = default;
   RwLock(const RwLock&) = delete;
@@ -172,7 +172,7 @@ class alignas(64) RwLock {
     }
   }
 
-  std::atomic<uint32_t> state_{0};
+  alignas(64) std::atomic<uint32_t> state_{0};  // the lock is a cache line of its own
   std::atomic<uint32_t> sleepers_{0};
   std::atomic<uint32_t> wakes_{0};
 };
