@@ -4,7 +4,7 @@
 // rwlock and std::shared_mutex prefer readers, which starved the one writer while readers
 // kept arriving).
 //
-// One 32-bit word for the lock, inline: a reader enters and leaves with one
+// One 32-bit word for the lock's state, inline: a reader enters and leaves with one
 // compare-and-swap and one fetch_sub (a glibc pthread rwlock takes the same two atomic
 // operations inside ~120 instructions of calls and state checks per lookup). A waiter first
 // spins a bounded while (about as long as a short critical section: a few microseconds),
@@ -12,24 +12,38 @@
 // contended hand-off cost a membarrier, a futex wait and a futex wake, several times the
 // critical sections these designs hold (two threads ran at a third of one's throughput).
 //
+// A release wakes sleepers once per sleep, not once per release: sleepers_ is a flag that the
+// first release to see it clears (exchange) before it bumps wakes_ and wakes every thread
+// waiting on wakes_. It used to be a count that each sleeper took back only once it ran again;
+// on a loaded machine a woken thread waits milliseconds for a CPU, and meanwhile every release
+// of the running writer paid a futex wake-up system call (874,116 of them for 276 sleeps in
+// the five designs' load of 200,000 keys and workload a at two threads, doc/performance.md).
+//
 //   state_     bits 0..15   readers holding the lock
 //              bits 16..30  writers waiting for readers to leave (new readers stay out)
 //              bit  31      a writer holds the lock
-//   sleepers_  threads inside, or about to enter, state_.wait()
+//   sleepers_  1 while a thread may be inside, or about to enter, wakes_.wait()
+//   wakes_     bumped by every release that clears sleepers_; sleepers wait on it (it only
+//              grows, so a sleeper cannot miss a wake-up to an A-B-A of state_)
+//
+// The lock is aligned to its own cache line: the line moves between the writers' cores at
+// every hand-off and must not drag a tree's root fields (read by lock-free lookups) with it.
 //
 // While the writer bit is set no thread changes state_: readers' and writers' compare-and-
 // swaps expect it clear, and a writer registers as waiting only while it is clear (a writer
 // that finds the lock held by a writer sleeps unregistered). So a writer's unlock clears the
-// bit with a plain store and decides whether to wake anyone with one load of sleepers_, no
-// locked instruction, where the process has expedited membarrier (pm/epoch.h): a locked
-// instruction there would wait for the write-backs of the writer's persists
-// (doc/performance.md, "FPTree in adr"). The wake-up is not lost: a thread about to sleep
-// counts itself in sleepers_ and then runs pm::detail::HeavyFence(), a full fence in every
-// running thread of the process; either that fence comes after the unlocking store, which
-// the sleeper then sees (it does not sleep), or before it, and then the unlock's load of
-// sleepers_ sees the count and wakes it (after a full fence of its own, which
-// std::atomic::notify_all's bookkeeping needs). Without membarrier (and under TSan) the
-// unlock is a fetch_and.
+// bit with a plain store and decides whether to wake anyone with one load of sleepers_ (no
+// locked instruction unless someone sleeps), where the process has expedited membarrier
+// (pm/epoch.h): a locked instruction there would wait for the write-backs of the writer's
+// persists (doc/performance.md, "FPTree in adr"). The wake-up is not lost: a thread about to
+// sleep reads wakes_, sets sleepers_, runs pm::detail::HeavyFence() (a full fence in every
+// running thread of the process) and reads state_ again; either that fence comes after the
+// unlocking store, which the sleeper then sees (it does not sleep), or before it, and then
+// the unlock's load of sleepers_ sees the flag and wakes it (after a full fence of its own,
+// which std::atomic::notify_all's bookkeeping needs). A release that cleared the flag before
+// the sleeper read wakes_ did not clear this sleeper's flag; one that cleared it later bumps
+// wakes_ past what the sleeper read, so its wait returns at once. Without membarrier (and
+// under TSan) the unlock is a fetch_and.
 //
 // Thread safety: that is its purpose. Satisfies Lockable and SharedLockable, so it works
 // with std::unique_lock and std::shared_lock. At most 65,535 concurrent readers and 32,767
@@ -64,7 +78,7 @@ class RwLock {
     const uint32_t prev = state_.fetch_sub(1, std::memory_order_seq_cst);
     // The last reader out wakes waiting writers.
     if ((prev & kReaders) == 1 && sleepers_.load(std::memory_order_seq_cst) != 0) [[unlikely]]
-      state_.notify_all();
+      Wake();
   }
 
   void lock() {
@@ -83,13 +97,13 @@ class RwLock {
       std::atomic_signal_fence(std::memory_order_seq_cst);
       if (sleepers_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        state_.notify_all();
+        Wake();
       }
       return;
     }
 #endif
     state_.fetch_and(~kWriter, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) != 0) state_.notify_all();
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) Wake();
   }
 
  private:
@@ -109,15 +123,23 @@ class RwLock {
     return false;
   }
 
-  // Sleeps until state_ is no longer `s`, counted in sleepers_ (see the header comment).
+  // Sleeps until a release after state_ was `s` wakes it (see the header comment); the
+  // caller looks at state_ again.
   void Sleep(uint32_t s) {
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = wakes_.load(std::memory_order_seq_cst);  // before the flag
+    sleepers_.store(1, std::memory_order_seq_cst);
 #ifndef PMINDEX_TSAN
     if (pm::detail::g_asymmetric_announce) pm::detail::HeavyFence();
 #endif
-    // Re-read once counted: a change before the count is seen here, one after it wakes us.
-    if (state_.load(std::memory_order_seq_cst) == s) state_.wait(s, std::memory_order_seq_cst);
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    // Re-read once flagged: a change before the flag is seen here, one after it wakes us.
+    if (state_.load(std::memory_order_seq_cst) == s) wakes_.wait(seen, std::memory_order_seq_cst);
+  }
+  // Wakes every sleeper; the first release to see the flag pays the system call, later ones
+  // (before anyone sleeps again) find it clear.
+  [[gnu::noinline]] void Wake() {
+    if (sleepers_.exchange(0, std::memory_order_seq_cst) == 0) return;
+    wakes_.fetch_add(1, std::memory_order_seq_cst);
+    wakes_.notify_all();
   }
   void LockSharedSlow() {
     for (;;) {
@@ -150,8 +172,9 @@ class RwLock {
     }
   }
 
-  std::atomic<uint32_t> state_{0};
+  alignas(64) std::atomic<uint32_t> state_{0};  // the lock is a cache line of its own
   std::atomic<uint32_t> sleepers_{0};
+  std::atomic<uint32_t> wakes_{0};
 };
 
 }  // namespace pmindex::pm
