@@ -21,8 +21,10 @@ namespace pmindex::bench {
 
 using Clock = std::chrono::steady_clock;
 
-// What one worker thread measured.
-struct ThreadResult {
+// What one worker thread measured. Its own cache lines: a worker writes its counters and its
+// sampler's countdown on every operation, and the runner keeps the workers' results side by
+// side in one vector.
+struct alignas(64) ThreadResult {
   LatencySampler sampler{0, 1};
   LatencyHistogram histogram;
   uint64_t ops = 0;

@@ -5,22 +5,38 @@
 
 namespace pmindex::bench {
 
-// Inserts ids claimed from space.hi until `end` (load, preload, the insert micro-workload).
-// Ids are claimed as the operations run, not drawn beforehand: with several threads and a
-// --seconds cap, ids handed out in advance would leave holes in [lo, hi). Encoding a claimed
-// id is a multiply and a byte swap for int keys; single-threaded the claim is a plain load
-// and store (Take).
+bool ClaimBlock(KeySpace& space, uint64_t end, bool shared, uint64_t* next, uint64_t* limit) {
+  uint64_t first;
+  if (shared) {
+    first = space.hi.fetch_add(kClaimBlock, std::memory_order_relaxed);
+  } else {  // nothing else writes the counter: no locked instruction (a full barrier on x86)
+    first = space.hi.load(std::memory_order_relaxed);
+    space.hi.store(first + kClaimBlock, std::memory_order_relaxed);
+  }
+  const uint64_t past = first + kClaimBlock;
+  if (past > end) {  // give back what lies at or above `end`
+    const uint64_t over = past - std::max(first, end);
+    if (shared) {
+      space.hi.fetch_sub(over, std::memory_order_relaxed);
+    } else {
+      space.hi.store(past - over, std::memory_order_relaxed);
+    }
+  }
+  *next = first;
+  *limit = std::min(past, end);
+  return first < end;
+}
+
 bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r) {
   const double nspc = NanosPerCycle();
   char buf[KeyCodec::kBufferSize];
   ValueSource values(*ctx.config);
-  for (uint64_t i = 0;; i++) {
-    if ((i & 255) == 0 && stop()) break;
-    const uint64_t id = Take(ctx.space->hi, ctx.shared);
-    if (id >= end) {
-      Give(ctx.space->hi, ctx.shared);
+  uint64_t next = 0, limit = 0;  // the claimed ids not inserted yet
+  for (;;) {
+    if (next == limit && (stop() || !ClaimBlock(*ctx.space, end, ctx.shared, &next, &limit))) {
       break;
     }
+    const uint64_t id = next++;
     const std::string_view key = ctx.codec->encode(id, buf);
     const std::string_view value = values.make(id);
     const Status s = Measured(r, nspc, [&] { return ctx.index->insert(key, value); });

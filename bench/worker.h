@@ -80,11 +80,21 @@ struct RunContext {
   bool shared = true;  // more than one worker: claim ids with atomic read-modify-writes
 };
 
+// Ids an inserting worker claims from space.hi at once: with several workers one shared
+// read-modify-write per block instead of per insert, whose cache line otherwise moved between
+// the cores on every insert (doc/performance.md, "Concurrent inserts: what threads share").
+inline constexpr uint64_t kClaimBlock = 64;
+
+// Claims this worker's next block of ids below `end` into [*next, *limit); false when none is
+// left. Several workers may claim past `end`; each gives back its ids at or above `end`, so
+// space.hi never drops below `end` while they run and ends exactly at the ids claimed.
+bool ClaimBlock(KeySpace& space, uint64_t end, bool shared, uint64_t* next, uint64_t* limit);
+
 // Inserts ids claimed from space.hi until `end` (load, preload, the insert micro-workload).
-// Ids are claimed as the operations run, not drawn beforehand: with several threads and a
-// --seconds cap, ids handed out in advance would leave holes in [lo, hi). Encoding a claimed
-// id is a multiply and a byte swap for int keys; single-threaded the claim is a plain load
-// and store (Take).
+// Ids are claimed as the operations run, in blocks of kClaimBlock, not drawn beforehand, and
+// a worker inserts every id of a block it claimed before it looks at the stop check again:
+// with several threads and a --seconds cap, ids claimed and not inserted would leave holes in
+// [lo, hi). Encoding a claimed id is a multiply and a byte swap for int keys.
 bool InsertWorker(const RunContext& ctx, uint64_t end, const StopCheck& stop, ThreadResult& r);
 
 // One worker's operation stream of a YCSB mix or micro-workload. prepare() draws the next

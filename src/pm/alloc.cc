@@ -20,7 +20,9 @@ std::string hex(uint64_t v) {
 
 }  // namespace
 
-struct Allocator::ClassState {
+// Each class on lines of its own: threads refilling or spilling neighbouring classes would
+// otherwise write each other's lock line.
+struct alignas(64) Allocator::ClassState {
   std::mutex mu;
   std::vector<uint64_t> free;  // offsets
   uint64_t bump_chunk = UINT64_MAX;
@@ -28,8 +30,9 @@ struct Allocator::ClassState {
 };
 
 // A thread's cached free blocks. Cached blocks belong to the allocator: when the thread exits,
-// its cache passes with its id to the next thread (thread_registry.h).
-struct Allocator::ThreadCache {
+// its cache passes with its id to the next thread (thread_registry.h). On lines of its own:
+// its thread writes net_bytes and a free list's end on every allocate and free.
+struct alignas(64) Allocator::ThreadCache {
   std::vector<uint64_t> blocks[kNumSizeClasses];
   // Bytes this thread allocated minus bytes it freed since the last rebuild (may be
   // negative: a block may be freed by another thread than its allocator). Written only by

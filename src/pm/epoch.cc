@@ -60,19 +60,37 @@ void Epoch::TakeReady(uint64_t min, std::vector<Item>* ready) {
   retired_.resize(kept);
 }
 
+void Epoch::StampQueued(Slot& slot) {
+  if (slot.queued.empty()) return;
+  const uint64_t stamp = global_.fetch_add(1, std::memory_order_seq_cst);
+  for (Item& it : slot.queued) {
+    it.stamp = stamp;
+    retired_.push_back(it);
+  }
+  slot.queued.clear();  // keeps its capacity: the next batch allocates nothing
+}
+
 void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux) {
+  Slot& slot = slots_.local();
   std::vector<Item> ready;
   {
+    std::lock_guard<std::mutex> slot_lock(slot.mu);  // uncontended but for a collector
+    slot.queued.push_back({owner, offset, aux, 0});
+    if (slot.queued.size() < kBatch) return;
     std::lock_guard<std::mutex> lock(retire_mu_);
-    const uint64_t stamp = global_.fetch_add(1, std::memory_order_seq_cst);
-    retired_.push_back({owner, offset, aux, stamp});
-    if (retired_.size() % kBatch == 0) TakeReady(MinAnnounced(), &ready);
+    StampQueued(slot);
+    TakeReady(MinAnnounced(), &ready);
   }
-  // Outside the lock: a reclaimer may retire or take its own locks.
+  // Outside the locks: a reclaimer may retire or take its own locks.
   for (const Item& it : ready) it.owner->Reclaim(it.offset, it.aux);
 }
 
 size_t Epoch::Collect() {
+  slots_.for_each([&](Slot& slot) {
+    std::lock_guard<std::mutex> slot_lock(slot.mu);
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    StampQueued(slot);
+  });
   std::vector<Item> ready;
   {
     std::lock_guard<std::mutex> lock(retire_mu_);
@@ -83,17 +101,24 @@ size_t Epoch::Collect() {
 }
 
 std::vector<Epoch::Item> Epoch::TakeOwned(Reclaimer* owner) {
-  std::lock_guard<std::mutex> lock(retire_mu_);
   std::vector<Item> mine;
-  size_t kept = 0;
-  for (Item& it : retired_) {
-    if (it.owner == owner) {
-      mine.push_back(it);
-    } else {
-      retired_[kept++] = it;
+  auto take = [&](std::vector<Item>& items) {
+    size_t kept = 0;
+    for (Item& it : items) {
+      if (it.owner == owner) {
+        mine.push_back(it);
+      } else {
+        items[kept++] = it;
+      }
     }
-  }
-  retired_.resize(kept);
+    items.resize(kept);
+  };
+  slots_.for_each([&](Slot& slot) {
+    std::lock_guard<std::mutex> slot_lock(slot.mu);
+    take(slot.queued);
+  });
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  take(retired_);
   return mine;
 }
 
@@ -104,8 +129,13 @@ void Epoch::Drain(Reclaimer* owner) {
 void Epoch::Discard(Reclaimer* owner) { TakeOwned(owner); }
 
 size_t Epoch::pending() const {
+  size_t n = 0;
+  slots_.for_each([&](Slot& slot) {
+    std::lock_guard<std::mutex> slot_lock(slot.mu);
+    n += slot.queued.size();
+  });
   std::lock_guard<std::mutex> lock(retire_mu_);
-  return retired_.size();
+  return n + retired_.size();
 }
 
 }  // namespace pmindex::pm

@@ -6,13 +6,21 @@
 // and retires through it, the allocator's own retire() included.
 //
 // A reader (or writer) holds a Guard for the whole operation. On entry the guard announces
-// the global epoch in the thread's slot. Retire() stamps an item with the global epoch and
-// advances it (one fetch_add); Collect() reclaims every item whose stamp is below the smallest
-// epoch announced by a thread inside a guard. Why that is safe: an item is retired after it
-// was unlinked; a guard that announced a later epoch read the global counter (seq_cst, after
-// announcing) at or after the advance, so it synchronizes with the retiring thread and cannot
+// the global epoch in the thread's slot. Retire() queues an item in the calling thread's slot;
+// every kBatch items the thread stamps its queued items with the global epoch and advances it
+// (one fetch_add for the batch), and Collect() stamps every thread's queued items the same
+// way. Items whose stamp is below the smallest epoch announced by a thread inside a guard are
+// reclaimed. Why that is safe: an item is queued after it was unlinked, and the advance that
+// stamps it comes after its queueing (in the retiring thread, or in a collector that took the
+// slot's lock after it); a guard that announced a later epoch read the global counter
+// (seq_cst, after announcing) at or after that advance, so it synchronizes with it and cannot
 // reach the unlinked item. The guard re-reads the counter after announcing and announces
 // again if it moved, so no advance slips between its read and its announcement.
+//
+// Why per-thread queues: the global counter is read by every guard of every thread. Advanced
+// per retirement (a split retires its old leaf), its line moved between the cores several
+// times a split, and the retirements took one lock; batched, they touch it once per kBatch
+// (doc/performance.md, "Concurrent inserts: what threads share").
 //
 // Guards nest: an inner guard of a thread that already announced does nothing.
 //
@@ -101,11 +109,12 @@ class Epoch {
     std::atomic<uint64_t>* announced_ = nullptr;  // set by the outermost guard of a thread
   };
 
-  // Queues (offset, aux) for owner->Reclaim once no guard open now remains open. Reclaims
-  // what is safe after every kBatch retirements.
+  // Queues (offset, aux) for owner->Reclaim once no guard open now remains open. Every kBatch
+  // retirements of a thread, stamps them and reclaims what is safe.
   void Retire(Reclaimer* owner, uint64_t offset, void* aux);
-  // Reclaims every item whose grace period has passed; returns how many. A thread inside a
-  // guard holds back what was retired since it entered.
+  // Stamps every thread's queued items, then reclaims every item whose grace period has
+  // passed; returns how many. A thread inside a guard holds back what was retired since it
+  // entered.
   size_t Collect();
   // Reclaims every item of `owner` now (caller guarantees quiescence).
   void Drain(Reclaimer* owner);
@@ -117,27 +126,35 @@ class Epoch {
   static constexpr size_t kBatch = 64;
 
  private:
-  struct alignas(64) Slot {
-    std::atomic<uint64_t> announced{0};  // 0 = outside any guard
-  };
   struct Item {
     Reclaimer* owner;
     uint64_t offset;
     void* aux;
-    uint64_t stamp;  // the global epoch when retired; reclaimable once every guard is later
+    uint64_t stamp;  // the global epoch when stamped; reclaimable once every guard is later
+  };
+  // A thread's announcement, read by every reclaimer, on a line of its own; its queued,
+  // unstamped items on the next, behind a lock that only a collecting thread shares.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> announced{0};  // 0 = outside any guard
+    alignas(64) std::mutex mu;           // taken before retire_mu_ where both are
+    std::vector<Item> queued;
   };
 
   // The smallest announced epoch (0 slots ignored); fences every running thread first.
   uint64_t MinAnnounced() const;
+  // Moves `slot`'s queued items into retired_, stamped with one advance (both locks held).
+  void StampQueued(Slot& slot);
   // Moves the items with stamp < min out of retired_ into `ready` (retire_mu_ held).
   void TakeReady(uint64_t min, std::vector<Item>* ready);
-  // Removes and returns the items of `owner`.
+  // Removes and returns the items of `owner`, queued or stamped.
   std::vector<Item> TakeOwned(Reclaimer* owner);
 
-  std::atomic<uint64_t> global_{1};
-  PerThread<Slot> slots_;  // one per thread id (pm/thread_registry.h): no thread limit
-  mutable std::mutex retire_mu_;
-  std::vector<Item> retired_;
+  // Each on its own line: global_ is read by every guard and written once a batch; the slot
+  // table is read by every guard; retire_mu_ is written by the stamping thread.
+  alignas(64) std::atomic<uint64_t> global_{1};
+  alignas(64) PerThread<Slot> slots_;  // one per thread id (pm/thread_registry.h)
+  alignas(64) mutable std::mutex retire_mu_;
+  std::vector<Item> retired_;  // stamped
 };
 
 }  // namespace pmindex::pm

@@ -18,6 +18,7 @@
 #include "bench/dump.h"
 #include "bench/generators.h"
 #include "bench/report.h"
+#include "bench/worker.h"
 #include "bench/json_shape.h"
 #include "common/test_util.h"
 #include "pmindex/index.h"
@@ -474,6 +475,42 @@ TEST(RunnerTest, KeySpaceFollowsInsertsAndRemoves) {
   }
   EXPECT_EQ(Find(report, "stdmap", "remove")->keys, 700u);
   EXPECT_EQ(Find(report, "stdmap", "c")->keys, 500u);
+}
+
+// Workers claiming blocks of ids at once: every id below the end is claimed exactly once, and
+// the counter ends at the end however the blocks straddle it.
+TEST(RunnerTest, ClaimedBlocksCoverTheIdsOnceAndEndAtTheEnd) {
+  for (uint64_t end : {uint64_t{0}, uint64_t{1}, kClaimBlock, 10 * kClaimBlock + 17}) {
+    KeySpace space;
+    space.hi.store(5);
+    const uint64_t stop = 5 + end;
+    std::vector<std::vector<uint64_t>> got(4);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++) {
+      threads.emplace_back([&, t] {
+        uint64_t next, limit;
+        while (ClaimBlock(space, stop, /*shared=*/true, &next, &limit)) {
+          EXPECT_LE(limit, stop);
+          EXPECT_GE(space.hi.load(), limit);  // give-backs never reach below the end
+          for (; next < limit; next++) got[t].push_back(next);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    std::vector<uint64_t> all;
+    for (const auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    std::sort(all.begin(), all.end());
+    std::vector<uint64_t> want(end);
+    for (uint64_t i = 0; i < end; i++) want[i] = 5 + i;
+    EXPECT_EQ(all, want) << "end " << end;
+    EXPECT_EQ(space.hi.load(), stop) << "end " << end;
+    uint64_t next, limit;  // one worker: plain loads and stores, the same ids
+    KeySpace one;
+    uint64_t n = 0;
+    while (ClaimBlock(one, end, /*shared=*/false, &next, &limit)) n += limit - next;
+    EXPECT_EQ(n, end);
+    EXPECT_EQ(one.hi.load(), end);
+  }
 }
 
 // Chunked preparation with several threads: every thread takes part in every round, and

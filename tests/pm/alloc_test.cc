@@ -433,6 +433,31 @@ TEST(Epoch, InstancesAreIndependentAndDrainAndDiscardTakeOnlyTheirOwner) {
   EXPECT_EQ(b.pending(), 0u);
 }
 
+// A thread's retirements wait in its own queue until its batch is full; a Collect of another
+// thread stamps them too, and pending() counts them.
+TEST(Epoch, CollectReachesTheQueuesOfOtherThreads) {
+  Epoch epoch;
+  Recorder r;
+  std::thread retirer([&] {
+    for (uint64_t i = 0; i < 3; ++i) epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
+  });
+  retirer.join();
+  EXPECT_TRUE(r.reclaimed.empty());  // fewer than a batch: still queued
+  EXPECT_EQ(epoch.pending(), 3u);
+  {
+    Epoch::Guard open(epoch);  // opened before the stamp: holds the items back
+    EXPECT_EQ(epoch.Collect(), 0u);
+    EXPECT_EQ(epoch.pending(), 3u);
+  }
+  EXPECT_EQ(epoch.Collect(), 3u);
+  EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{0, 1, 2}));
+  std::thread again([&] { epoch.Retire(&r, 9, reinterpret_cast<void*>(10)); });
+  again.join();
+  epoch.Drain(&r);  // queued items drain as well
+  EXPECT_EQ(r.reclaimed.back(), 9u);
+  EXPECT_EQ(epoch.pending(), 0u);
+}
+
 TEST(Epoch, RetireReclaimsInBatches) {
   Epoch epoch;
   Recorder r;
