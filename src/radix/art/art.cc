@@ -50,11 +50,6 @@ IndexRegistration Art::Registration() {
   return r;
 }
 
-bool Art::ReadBegin(Holder* h) { return VersionLock::ReadBegin(h->word, kGen, &h->version); }
-bool Art::Validate(const Holder& h) { return VersionLock::ReadValidate(h.word, h.version); }
-bool Art::Upgrade(const Holder& h) { return VersionLock::TryUpgrade(h.word, h.version); }
-void Art::Unlock(uint64_t* word, bool bump) { VersionLock::Unlock(word, kGen, bump); }
-
 void Art::FreeTree(Ref r) {
   if (r == 0) return;
   if (IsLeaf(r)) {
@@ -112,7 +107,7 @@ Status Art::lookup(std::string_view key, std::string* value) {
   if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
   pm::Epoch::Guard guard(epoch_);
   for (;;) {
-    if (Outcome o = LookupOnce(key, value)) return *o;
+    if (Outcome o = LookupOnce(key, value)) return std::move(*o);
   }
 }
 
@@ -163,7 +158,7 @@ Status Art::Put(std::string_view key, std::string_view value, PutMode mode) {
   if (Status s = CheckKeyValue(key, value); !s.ok()) return s;
   pm::Epoch::Guard guard(epoch_);
   for (;;) {
-    if (Outcome o = PutOnce(key, value, mode)) return *o;
+    if (Outcome o = PutOnce(key, value, mode)) return std::move(*o);
   }
 }
 

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "pm/epoch.h"
+#include "pm/version_lock.h"
 #include "pmindex/index.h"
 #include "radix/art/art_nodes.h"
 
@@ -107,10 +108,22 @@ class Art final : public Index, private pm::Reclaimer {
   static void FreeTree(art::Ref r);
 
   // The version lock protocol over pm::VersionLock (DRAM words: kResetGeneration).
-  static bool ReadBegin(Holder* h);
-  static bool Validate(const Holder& h);
-  static bool Upgrade(const Holder& h);
-  static void Unlock(uint64_t* word, bool bump = true);
+  // Inline: every level of every descent reads a version and checks its parent's.
+  [[gnu::always_inline]] static bool ReadBegin(Holder* h) {
+    const uint64_t w = __atomic_load_n(h->word, __ATOMIC_ACQUIRE);
+    if ((w & (pm::VersionLock::kLocked | pm::VersionLock::kObsolete)) == 0) [[likely]] {
+      h->version = w;  // DRAM words keep generation 0: the bits always count
+      return true;
+    }
+    return pm::VersionLock::ReadBegin(h->word, pm::VersionLock::kResetGeneration, &h->version);
+  }
+  [[gnu::always_inline]] static bool Validate(const Holder& h) {
+    return pm::VersionLock::ReadValidate(h.word, h.version);
+  }
+  static bool Upgrade(const Holder& h) { return pm::VersionLock::TryUpgrade(h.word, h.version); }
+  static void Unlock(uint64_t* word, bool bump = true) {
+    pm::VersionLock::Unlock(word, pm::VersionLock::kResetGeneration, bump);
+  }
   Outcome Restart() {
     restarts_.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;

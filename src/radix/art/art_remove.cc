@@ -36,7 +36,7 @@ Status Art::remove(std::string_view key) {
   if (!KeyInRange(key)) return Status::NotFound();
   pm::Epoch::Guard guard(epoch_);
   for (;;) {
-    if (Outcome o = RemoveOnce(key)) return *o;
+    if (Outcome o = RemoveOnce(key)) return std::move(*o);
   }
 }
 
