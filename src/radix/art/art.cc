@@ -98,7 +98,7 @@ uint32_t Art::PrefixMatch(const Node* n, const uint8_t* k, size_t len, size_t de
 
 // In a new node, or in a locked one (atomic stores: readers may be reading it).
 void Art::SetPrefix(Node* n, uint32_t len, const uint8_t* key, size_t depth) {
-  pm::Store(n->prefix_len, len);
+  pm::Store(n->prefix_len, static_cast<uint16_t>(len));  // len <= kMaxKeySize
   for (uint32_t i = 0; i < std::min<uint32_t>(len, art::kArtPrefix); ++i)
     pm::Store(n->prefix[i], key[depth + i]);
 }

@@ -15,6 +15,7 @@
 
 #include <emmintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -42,7 +43,7 @@ struct Leaf {
   const uint8_t* key_ptr() const { return reinterpret_cast<const uint8_t*>(data); }
   // The value as a reader copies it (validated by the holder's version afterwards).
   void CopyValueTo(std::string* out) const {
-    out->resize(value_len);
+    if (out->size() != value_len) out->resize(value_len);
     const char* v = data + key_len;
     for (unsigned i = 0; i < value_len; ++i) (*out)[i] = pm::Load(v[i]);
   }
@@ -72,14 +73,17 @@ enum class NodeType : uint8_t { k4, k16, k48, k256 };
 
 inline constexpr unsigned kArtPrefix = 10;  // prefix bytes stored in a node
 
+// 32 bytes, as before the version word came: the prefix length is 16 bits (keys are at most
+// 1024 bytes), so Node4 stays 72 bytes and Node16 176 (the same malloc size classes).
 struct Node {
   uint64_t version;  // pm::VersionLock word (DRAM: kResetGeneration)
   NodeType type;
   uint8_t prefix[kArtPrefix];
   uint16_t count;       // children (the end leaf not included)
-  uint32_t prefix_len;  // may exceed kArtPrefix; the rest is in every leaf below
+  uint16_t prefix_len;  // may exceed kArtPrefix; the rest is in every leaf below
   Ref end;              // leaf of the key that ends at this node
 };
+static_assert(sizeof(Node) == 32 && offsetof(Node, end) == 24);
 
 struct Node4 : Node {
   union {
@@ -105,6 +109,7 @@ struct Node48 : Node {
 struct Node256 : Node {
   Ref child[256];
 };
+static_assert(sizeof(Node4) == 72 && sizeof(Node16) == 176);
 
 inline constexpr unsigned Capacity(NodeType t) {
   return t == NodeType::k4 ? 4 : t == NodeType::k16 ? 16 : t == NodeType::k48 ? 48 : 256;
