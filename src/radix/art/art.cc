@@ -1,9 +1,10 @@
-// Volatile ART: point operations, grow, shrink and collapse.
+// Volatile ART: point operations, grow, shrink and collapse, with optimistic lock coupling
+// (art.h, "Thread safety").
 #include "radix/art/art.h"
 
 #include <algorithm>
-#include <mutex>
 
+#include "pm/version_lock.h"
 #include "radix/common/key.h"
 
 namespace pmindex::radix {
@@ -17,9 +18,19 @@ using art::Node4;
 using art::Node48;
 using art::NodeType;
 using art::Ref;
+using pm::VersionLock;
+
+namespace {
+constexpr uint32_t kGen = VersionLock::kResetGeneration;
+constexpr int kEndSlot = 256;  // Rebuilt's `skip` for the end leaf
+Node* AsNode(Ref r) { return reinterpret_cast<Node*>(r); }
+}  // namespace
 
 Art::Art() { traits_ = Registration().traits; }
-Art::~Art() { FreeTree(root_); }
+Art::~Art() {
+  epoch_.Drain(this);
+  FreeTree(root_);
+}
 
 IndexRegistration Art::Registration() {
   IndexRegistration r;
@@ -30,7 +41,7 @@ IndexRegistration Art::Registration() {
   r.traits.byte_keys = true;
   r.traits.max_key_size = kMaxKeySize;
   r.traits.max_value_size = kMaxValueSize;
-  r.traits.concurrency = "writer-preferring reader-writer lock (many readers or one writer)";
+  r.traits.concurrency = "optimistic lock coupling (lock-free readers, node locks for writers)";
   r.traits.durability = "volatile";
   r.traits.description = "ART (Leis et al.): volatile DRAM adaptive radix tree, the ceiling";
   r.make = [](const std::string&, const Options&) -> Result<std::unique_ptr<Index>> {
@@ -45,7 +56,7 @@ void Art::FreeTree(Ref r) {
     std::free(art::AsLeaf(r));
     return;
   }
-  auto* n = reinterpret_cast<Node*>(r);
+  auto* n = AsNode(r);
   FreeTree(n->end);
   art::ForEachChild(n, -1, [](uint8_t, Ref c) {
     FreeTree(c);
@@ -54,66 +65,83 @@ void Art::FreeTree(Ref r) {
   std::free(n);
 }
 
+// Some leaf below r (racy: any leaf that was below r while the caller's version held has the
+// prefixes above it); nullptr if a racy read found none.
 const Leaf* Art::AnyLeaf(Ref r) {
-  while (!IsLeaf(r)) {
+  while (r != 0 && !IsLeaf(r)) {
     auto* n = reinterpret_cast<const Node*>(r);
-    Ref next = n->end;
+    Ref next = pm::LoadAcquire(n->end);
     if (next == 0) {
       art::ForEachChild(n, -1, [&next](uint8_t, Ref c) {
         next = c;
         return false;
       });
     }
-    if (next == 0) return nullptr;
     r = next;
   }
-  return art::AsLeaf(r);
+  return r == 0 ? nullptr : art::AsLeaf(r);
 }
 
-// Bytes of n's prefix that key matches from `depth` (stops where the key ends).
+// Bytes of n's prefix that key matches from `depth` (stops where the key ends), or
+// kRestartMatch if a racy read gave nothing to compare with.
 uint32_t Art::PrefixMatch(const Node* n, const uint8_t* k, size_t len, size_t depth) {
-  const uint32_t limit = static_cast<uint32_t>(std::min<size_t>(n->prefix_len, len - depth));
+  const uint32_t limit =
+      static_cast<uint32_t>(std::min<size_t>(pm::Load(n->prefix_len), len - depth));
   const uint32_t stored = std::min<uint32_t>(limit, art::kArtPrefix);
   uint32_t i = 0;
-  while (i < stored && n->prefix[i] == k[depth + i]) ++i;
+  while (i < stored && pm::Load(n->prefix[i]) == k[depth + i]) ++i;
   if (i < stored || i == limit) return i;
   const Leaf* l = AnyLeaf(reinterpret_cast<Ref>(n));
+  if (l == nullptr || l->key_len < depth + limit) return kRestartMatch;
   return static_cast<uint32_t>(CommonUnits<8>(k, l->key_ptr(), depth + i, depth + limit) - depth);
 }
 
+// In a new node, or in a locked one (atomic stores: readers may be reading it).
 void Art::SetPrefix(Node* n, uint32_t len, const uint8_t* key, size_t depth) {
-  n->prefix_len = len;
-  std::memcpy(n->prefix, key + depth, std::min<uint32_t>(len, art::kArtPrefix));
+  pm::Store(n->prefix_len, static_cast<uint16_t>(len));  // len <= kMaxKeySize
+  for (uint32_t i = 0; i < std::min<uint32_t>(len, art::kArtPrefix); ++i)
+    pm::Store(n->prefix[i], key[depth + i]);
 }
 
 Status Art::lookup(std::string_view key, std::string* value) {
   if (!KeyInRange(key)) return Status::InvalidArgument("key length out of range");
-  std::shared_lock lock(mu_);
+  pm::Epoch::Guard guard(epoch_);
+  for (;;) {
+    if (Outcome o = LookupOnce(key, value)) return std::move(*o);
+  }
+}
+
+Art::Outcome Art::LookupOnce(std::string_view key, std::string* value) {
   const uint8_t* k = Bytes(key);
   const size_t len = key.size();
-  Ref r = root_;
+  Holder h{&root_lock_, 0};
+  if (!ReadBegin(&h)) return Restart();
+  Ref r = pm::LoadAcquire(root_);
   size_t depth = 0;
-  while (r != 0) {
+  for (;;) {
+    if (r == 0) return Validate(h) ? Outcome(Status::NotFound()) : Restart();
     if (IsLeaf(r)) {
       const Leaf* l = art::AsLeaf(r);
-      if (l->key() != key) return Status::NotFound();
-      if (value) CopyValue(l->data + l->key_len, l->value_len, value);
-      return Status::OK();
+      if (l->key() != key) return Validate(h) ? Outcome(Status::NotFound()) : Restart();
+      if (value) l->CopyValueTo(value);
+      return Validate(h) ? Outcome(Status::OK()) : Restart();
     }
     // Optimistic path compression: the prefix is skipped, the leaf compare checks it.
-    auto* n = reinterpret_cast<Node*>(r);
-    depth += n->prefix_len;
-    if (depth > len) return Status::NotFound();
+    Node* n = AsNode(r);
+    Holder nh{&n->version, 0};
+    if (!ReadBegin(&nh) || !Validate(h)) return Restart();
+    depth += pm::Load(n->prefix_len);
+    if (depth > len) return Validate(nh) ? Outcome(Status::NotFound()) : Restart();
+    h = nh;
     if (depth == len) {
-      r = n->end;
+      r = pm::LoadAcquire(n->end);
       continue;
     }
     const Ref* c = art::FindChild(n, k[depth]);
-    if (c == nullptr) return Status::NotFound();
-    r = *c;
+    if (c == nullptr) return Validate(nh) ? Outcome(Status::NotFound()) : Restart();
+    r = pm::LoadAcquire(*c);
     ++depth;
   }
-  return Status::NotFound();
 }
 
 Status Art::insert(std::string_view key, std::string_view value) {
@@ -128,309 +156,275 @@ Status Art::upsert(std::string_view key, std::string_view value) {
 
 Status Art::Put(std::string_view key, std::string_view value, PutMode mode) {
   if (Status s = CheckKeyValue(key, value); !s.ok()) return s;
-  std::unique_lock lock(mu_);
+  pm::Epoch::Guard guard(epoch_);
+  for (;;) {
+    if (Outcome o = PutOnce(key, value, mode)) return std::move(*o);
+  }
+}
+
+// One descent: h is the holder of `slot` (the root lock, or the node the slot is in).
+Art::Outcome Art::PutOnce(std::string_view key, std::string_view value, PutMode mode) {
   const uint8_t* k = Bytes(key);
   const size_t len = key.size();
-  Ref* ref = &root_;
+  Holder h{&root_lock_, 0};
+  if (!ReadBegin(&h)) return Restart();
+  Ref* slot = &root_;
   size_t depth = 0;
   for (;;) {
-    const Ref r = *ref;
-    if (r == 0) {
-      if (mode == PutMode::kUpdate) return Status::NotFound();
-      *ref = Leaf::Make(key, value);
-      return Status::OK();
-    }
-    if (IsLeaf(r)) {
-      Leaf* l = art::AsLeaf(r);
-      if (l->key() == key) {
-        if (mode == PutMode::kInsert) return Status::AlreadyExists();
-        if (l->value_len == value.size()) {
-          std::memcpy(l->data + l->key_len, value.data(), value.size());
-        } else {
-          *ref = Leaf::Make(key, value);
-          std::free(l);
-        }
-        return Status::OK();
-      }
-      if (mode == PutMode::kUpdate) return Status::NotFound();
-      // Lazy expansion: a Node4 over the common run of both keys.
-      const size_t m = CommonUnits<8>(k, l->key_ptr(), depth, std::min<size_t>(len, l->key_len));
-      auto* n = static_cast<Node4*>(art::NewNode(NodeType::k4));
-      SetPrefix(n, static_cast<uint32_t>(m - depth), k, depth);
-      const Ref fresh = Leaf::Make(key, value);
-      Ref slot = reinterpret_cast<Ref>(n);
-      if (m == len) n->end = fresh; else AddChild(&slot, n, k[m], fresh);
-      if (m == l->key_len) n->end = r; else AddChild(&slot, n, l->key_ptr()[m], r);
-      *ref = slot;
-      return Status::OK();
-    }
-    auto* n = reinterpret_cast<Node*>(r);
-    if (n->prefix_len != 0) {
+    const Ref r = pm::LoadAcquire(*slot);
+    if (r == 0) return PutIntoEmpty(h, slot, key, value, mode);
+    if (IsLeaf(r)) return PutAtLeaf(h, slot, r, depth, key, value, mode);
+    Node* n = AsNode(r);
+    Holder nh{&n->version, 0};
+    if (!ReadBegin(&nh) || !Validate(h)) return Restart();
+    const uint32_t prefix_len = pm::Load(n->prefix_len);
+    if (prefix_len != 0) {
       const uint32_t m = PrefixMatch(n, k, len, depth);
-      if (m < n->prefix_len) {
-        if (mode == PutMode::kUpdate) return Status::NotFound();
-        // Split the prefix: a new Node4 holds n (one byte further down) and the new leaf.
-        const Leaf* below = AnyLeaf(r);
-        auto* parent = static_cast<Node4*>(art::NewNode(NodeType::k4));
-        SetPrefix(parent, m, k, depth);
-        const uint8_t nb = below->key_ptr()[depth + m];
-        SetPrefix(n, n->prefix_len - m - 1, below->key_ptr(), depth + m + 1);
-        Ref slot = reinterpret_cast<Ref>(parent);
-        AddChild(&slot, parent, nb, r);
-        const Ref fresh = Leaf::Make(key, value);
-        if (depth + m == len) {
-          parent->end = fresh;
-        } else {
-          AddChild(&slot, parent, k[depth + m], fresh);
-        }
-        *ref = slot;
-        return Status::OK();
-      }
-      depth += n->prefix_len;
+      if (m == kRestartMatch) return Restart();
+      if (m < prefix_len) return SplitPrefix(h, slot, nh, n, depth, m, key, value, mode);
+      depth += prefix_len;
     }
     if (depth == len) {
-      ref = &n->end;
+      h = nh;
+      slot = &n->end;
       continue;
     }
     Ref* c = art::FindChild(n, k[depth]);
-    if (c == nullptr) {
-      if (mode == PutMode::kUpdate) return Status::NotFound();
-      AddChild(ref, n, k[depth], Leaf::Make(key, value));
-      return Status::OK();
-    }
-    ref = c;
+    if (c == nullptr) return AddLeaf(h, slot, nh, n, k[depth], key, value, mode);
+    h = nh;
+    slot = c;
     ++depth;
   }
 }
 
-namespace {
-
-template <typename To>
-To* Grow(Node* from, NodeType t) {
-  auto* to = static_cast<To*>(art::NewNode(t));
-  std::memcpy(to->prefix, from->prefix, sizeof(from->prefix));
-  to->prefix_len = from->prefix_len;
-  to->end = from->end;
-  return to;
+// The empty root word or end slot gets the leaf (its holder's lock).
+Art::Outcome Art::PutIntoEmpty(const Holder& h, Ref* slot, std::string_view key,
+                               std::string_view value, PutMode mode) {
+  if (mode == PutMode::kUpdate) return Validate(h) ? Outcome(Status::NotFound()) : Restart();
+  if (!Upgrade(h)) return Restart();
+  pm::StoreRelease(*slot, Leaf::Make(key, value));
+  Unlock(h.word);
+  return Status::OK();
 }
 
-}  // namespace
-
-// Adds b -> child to node n (absent), growing n (and rewriting *ref) when it is full.
-void Art::AddChild(Ref* ref, Node* n, uint8_t b, Ref child) {
-  switch (n->type) {
-    case NodeType::k4: {
-      auto* m = static_cast<Node4*>(n);
-      if (m->count < 4) {
-        unsigned i = 0;
-        while (i < m->count && m->keys[i] < b) ++i;
-        std::memmove(m->keys + i + 1, m->keys + i, m->count - i);
-        std::memmove(m->child + i + 1, m->child + i, (m->count - i) * sizeof(Ref));
-        m->keys[i] = b;
-        m->child[i] = child;
-        ++m->count;
-        return;
-      }
-      auto* g = Grow<Node16>(n, NodeType::k16);
-      std::memcpy(g->keys, m->keys, 4);
-      std::memcpy(g->child, m->child, 4 * sizeof(Ref));
-      g->count = 4;
-      *ref = reinterpret_cast<Ref>(g);
-      std::free(m);
-      return AddChild(ref, g, b, child);
+// The slot holds leaf r: the key's, or one to expand lazily into a Node4 of both.
+Art::Outcome Art::PutAtLeaf(const Holder& h, Ref* slot, Ref r, size_t depth,
+                            std::string_view key, std::string_view value, PutMode mode) {
+  Leaf* l = art::AsLeaf(r);
+  if (l->key() == key) {
+    if (mode == PutMode::kInsert) return Validate(h) ? Outcome(Status::AlreadyExists()) : Restart();
+    if (!Upgrade(h)) return Restart();
+    if (l->value_len == value.size()) {
+      l->StoreValue(value);
+      Unlock(h.word);
+    } else {
+      pm::StoreRelease(*slot, Leaf::Make(key, value));
+      Unlock(h.word);
+      Retire(r);
     }
-    case NodeType::k16: {
-      auto* m = static_cast<Node16*>(n);
-      if (m->count < 16) {
-        const unsigned i = LowerBound16(m->keys, m->count, b);
-        std::memmove(m->keys + i + 1, m->keys + i, m->count - i);
-        std::memmove(m->child + i + 1, m->child + i, (m->count - i) * sizeof(Ref));
-        m->keys[i] = b;
-        m->child[i] = child;
-        ++m->count;
-        return;
-      }
-      auto* g = Grow<Node48>(n, NodeType::k48);
-      for (unsigned i = 0; i < 16; ++i) {
-        g->child[i] = m->child[i];
-        g->index[m->keys[i]] = static_cast<uint8_t>(i + 1);
-      }
-      g->count = 16;
-      *ref = reinterpret_cast<Ref>(g);
-      std::free(m);
-      return AddChild(ref, g, b, child);
-    }
-    case NodeType::k48: {
-      auto* m = static_cast<Node48*>(n);
-      if (m->count < 48) {
-        // Slots fill in order and a remove leaves a hole: the slot at `count` is free
-        // unless one was, so the scan is for nodes that lost a child.
-        unsigned p = m->count;
-        if (m->child[p] != 0) {
-          p = 0;
-          while (m->child[p] != 0) ++p;
-        }
-        m->child[p] = child;
-        m->index[b] = static_cast<uint8_t>(p + 1);
-        ++m->count;
-        return;
-      }
-      auto* g = Grow<Node256>(n, NodeType::k256);
-      for (unsigned i = 0; i < 256; ++i)
-        if (m->index[i]) g->child[i] = m->child[m->index[i] - 1];
-      g->count = 48;
-      *ref = reinterpret_cast<Ref>(g);
-      std::free(m);
-      return AddChild(ref, g, b, child);
-    }
-    case NodeType::k256: {
-      auto* m = static_cast<Node256*>(n);
-      m->child[b] = child;
-      ++m->count;
-      return;
-    }
+    return Status::OK();
   }
+  if (mode == PutMode::kUpdate) return Validate(h) ? Outcome(Status::NotFound()) : Restart();
+  if (l->key_len < depth || !Upgrade(h)) return Restart();
+  const uint8_t* k = Bytes(key);
+  const size_t len = key.size();
+  // Lazy expansion: a Node4 over the common run of both keys.
+  const size_t m = CommonUnits<8>(k, l->key_ptr(), depth, std::min<size_t>(len, l->key_len));
+  auto* n = static_cast<Node4*>(art::NewNode(NodeType::k4));
+  SetPrefix(n, static_cast<uint32_t>(m - depth), k, depth);
+  const Ref fresh = Leaf::Make(key, value);
+  if (m == len) n->end = fresh; else InsertChild(n, k[m], fresh);
+  if (m == l->key_len) n->end = r; else InsertChild(n, l->key_ptr()[m], r);
+  pm::StoreRelease(*slot, reinterpret_cast<Ref>(n));
+  Unlock(h.word);
+  return Status::OK();
 }
 
-void Art::RemoveChild(Node* n, uint8_t b) {
+// n's prefix differs from the key after `match` bytes: a new Node4 holds n (one byte further
+// down, its prefix shortened in place) and the new leaf. Locks the holder, then n.
+Art::Outcome Art::SplitPrefix(const Holder& h, Ref* slot, const Holder& nh, Node* n,
+                              size_t depth, uint32_t match, std::string_view key,
+                              std::string_view value, PutMode mode) {
+  if (mode == PutMode::kUpdate) return Validate(nh) ? Outcome(Status::NotFound()) : Restart();
+  if (!Upgrade(h)) return Restart();
+  if (!Upgrade(nh)) {
+    Unlock(h.word, false);
+    return Restart();
+  }
+  const Leaf* below = AnyLeaf(reinterpret_cast<Ref>(n));
+  if (below == nullptr || below->key_len < depth + n->prefix_len) {
+    Unlock(nh.word, false);
+    Unlock(h.word, false);
+    return Restart();
+  }
+  const uint8_t* k = Bytes(key);
+  auto* parent = static_cast<Node4*>(art::NewNode(NodeType::k4));
+  SetPrefix(parent, match, k, depth);
+  const uint8_t nb = below->key_ptr()[depth + match];
+  SetPrefix(n, n->prefix_len - match - 1, below->key_ptr(), depth + match + 1);
+  InsertChild(parent, nb, reinterpret_cast<Ref>(n));
+  const Ref fresh = Leaf::Make(key, value);
+  if (depth + match == key.size()) {
+    parent->end = fresh;
+  } else {
+    InsertChild(parent, k[depth + match], fresh);
+  }
+  pm::StoreRelease(*slot, reinterpret_cast<Ref>(parent));
+  Unlock(nh.word);
+  Unlock(h.word);
+  return Status::OK();
+}
+
+// n has no child for byte b: added in place (n's lock), or into a grown copy that replaces n
+// in its holder's slot (the holder's lock, then n's; n is marked obsolete and retired).
+Art::Outcome Art::AddLeaf(const Holder& h, Ref* slot, const Holder& nh, Node* n, uint8_t b,
+                          std::string_view key, std::string_view value, PutMode mode) {
+  if (mode == PutMode::kUpdate) return Validate(nh) ? Outcome(Status::NotFound()) : Restart();
+  if (pm::Load(n->count) < art::Capacity(n->type)) {
+    if (!Upgrade(nh)) return Restart();
+    InsertChild(n, b, Leaf::Make(key, value));
+    Unlock(nh.word);
+    return Status::OK();
+  }
+  if (!Upgrade(h)) return Restart();
+  if (!Upgrade(nh)) {
+    Unlock(h.word, false);
+    return Restart();
+  }
+  const NodeType bigger = static_cast<NodeType>(static_cast<int>(n->type) + 1);
+  Node* g = Rebuilt(n, bigger, -1, b, Leaf::Make(key, value));
+  pm::StoreRelease(*slot, reinterpret_cast<Ref>(g));
+  VersionLock::MarkObsolete(nh.word, kGen);
+  Unlock(h.word);
+  Retire(reinterpret_cast<Ref>(n));
+  return Status::OK();
+}
+
+// A new node of type t (unpublished: plain stores) with n's prefix, end leaf and children,
+// without the child of byte `skip` (or the end leaf: kEndSlot; -1: none) and with
+// add -> add_child (-1: none). The caller holds n's lock.
+Node* Art::Rebuilt(const Node* n, NodeType t, int skip, int add, Ref add_child) {
+  Node* g = art::NewNode(t);
+  std::memcpy(g->prefix, n->prefix, sizeof(n->prefix));
+  g->prefix_len = n->prefix_len;
+  g->end = skip == kEndSlot ? 0 : n->end;
+  bool added = add < 0;
+  auto put = [&](uint8_t b, Ref c) {
+    if (!added && add < b) {
+      InsertChild(g, static_cast<uint8_t>(add), add_child);
+      added = true;
+    }
+    if (b != skip) InsertChild(g, b, c);
+    return true;
+  };
+  art::ForEachChild(n, -1, put);
+  if (!added) InsertChild(g, static_cast<uint8_t>(add), add_child);
+  return g;
+}
+
+// Adds b -> child to n (absent, room left; n is new or locked). Every store a reader may see
+// is atomic; the count goes last. Node4/16 shift right of the new key; a reader that reads
+// mid-shift fails its version check.
+void Art::InsertChild(Node* n, uint8_t b, Ref child) {
+  const unsigned count = n->count;
   switch (n->type) {
     case NodeType::k4:
     case NodeType::k16: {
-      uint8_t* keys = n->type == NodeType::k4 ? static_cast<Node4*>(n)->keys
-                                              : static_cast<Node16*>(n)->keys;
-      Ref* child = n->type == NodeType::k4 ? static_cast<Node4*>(n)->child
-                                           : static_cast<Node16*>(n)->child;
-      unsigned i = 0;
-      while (keys[i] != b) ++i;
-      std::memmove(keys + i, keys + i + 1, n->count - i - 1);
-      std::memmove(child + i, child + i + 1, (n->count - i - 1) * sizeof(Ref));
-      --n->count;
-      return;
-    }
-    case NodeType::k48: {
-      auto* m = static_cast<Node48*>(n);
-      m->child[m->index[b] - 1] = 0;
-      m->index[b] = 0;
-      --m->count;
-      return;
-    }
-    case NodeType::k256:
-      static_cast<Node256*>(n)->child[b] = 0;
-      --n->count;
-      return;
-  }
-}
-
-// After a remove from n (reached through *ref, its prefix starting at `depth`): shrink a
-// sparse node, or collapse a Node4 left with a single entry into *ref.
-void Art::Fixup(Ref* ref, Node* n, size_t depth) {
-  switch (n->type) {
-    case NodeType::k4: {
-      auto* m = static_cast<Node4*>(n);
-      const unsigned entries = m->count + (m->end != 0);
-      if (entries >= 2) return;
-      if (entries == 0) {
-        *ref = 0;
-      } else if (m->end != 0) {
-        *ref = m->end;
-      } else if (IsLeaf(m->child[0])) {
-        *ref = m->child[0];
+      uint8_t keys[16];
+      Ref* slots;
+      if (n->type == NodeType::k4) {
+        std::memcpy(keys, &static_cast<Node4*>(n)->key_word, 4);
+        slots = static_cast<Node4*>(n)->child;
       } else {
-        // Merge n's prefix, the child's key byte and the child's prefix.
-        auto* c = reinterpret_cast<Node*>(m->child[0]);
-        const uint32_t len = m->prefix_len + 1 + c->prefix_len;
-        SetPrefix(c, len, AnyLeaf(m->child[0])->key_ptr(), depth);
-        *ref = m->child[0];
+        std::memcpy(keys, static_cast<Node16*>(n)->key_words, 16);
+        slots = static_cast<Node16*>(n)->child;
       }
-      std::free(m);
-      return;
-    }
-    case NodeType::k16: {
-      auto* m = static_cast<Node16*>(n);
-      if (m->count > 3) return;
-      auto* s = Grow<Node4>(n, NodeType::k4);
-      std::memcpy(s->keys, m->keys, m->count);
-      std::memcpy(s->child, m->child, m->count * sizeof(Ref));
-      s->count = m->count;
-      *ref = reinterpret_cast<Ref>(s);
-      std::free(m);
-      return Fixup(ref, s, depth);  // collapses it if it has a single entry
-    }
-    case NodeType::k48: {
-      auto* m = static_cast<Node48*>(n);
-      if (m->count > 12) return;
-      auto* s = Grow<Node16>(n, NodeType::k16);
-      for (unsigned b = 0; b < 256; ++b) {
-        if (!m->index[b]) continue;
-        s->keys[s->count] = static_cast<uint8_t>(b);
-        s->child[s->count++] = m->child[m->index[b] - 1];
+      unsigned i = 0;
+      while (i < count && keys[i] < b) ++i;
+      for (unsigned j = count; j > i; --j) {
+        keys[j] = keys[j - 1];
+        pm::Store(slots[j], slots[j - 1]);
       }
-      *ref = reinterpret_cast<Ref>(s);
-      std::free(m);
-      return;
-    }
-    case NodeType::k256: {
-      auto* m = static_cast<Node256*>(n);
-      if (m->count > 37) return;
-      auto* s = Grow<Node48>(n, NodeType::k48);
-      for (unsigned b = 0; b < 256; ++b) {
-        if (!m->child[b]) continue;
-        s->child[s->count] = m->child[b];
-        s->index[b] = static_cast<uint8_t>(++s->count);
+      keys[i] = b;
+      pm::StoreRelease(slots[i], child);
+      if (n->type == NodeType::k4) {
+        uint32_t w;
+        std::memcpy(&w, keys, 4);
+        pm::Store(static_cast<Node4*>(n)->key_word, w);
+      } else {
+        uint64_t w[2];
+        std::memcpy(w, keys, 16);
+        pm::Store(static_cast<Node16*>(n)->key_words[0], w[0]);
+        pm::Store(static_cast<Node16*>(n)->key_words[1], w[1]);
       }
-      *ref = reinterpret_cast<Ref>(s);
-      std::free(m);
-      return;
-    }
-  }
-}
-
-Status Art::remove(std::string_view key) {
-  if (!KeyInRange(key)) return Status::NotFound();
-  std::unique_lock lock(mu_);
-  const uint8_t* k = Bytes(key);
-  const size_t len = key.size();
-  Ref* ref = &root_;
-  Ref* parent_ref = nullptr;
-  Node* parent = nullptr;
-  size_t parent_depth = 0;
-  int byte = -1;
-  size_t depth = 0;
-  for (;;) {
-    const Ref r = *ref;
-    if (r == 0) return Status::NotFound();
-    if (IsLeaf(r)) {
-      if (art::AsLeaf(r)->key() != key) return Status::NotFound();
       break;
     }
-    auto* n = reinterpret_cast<Node*>(r);
-    if (depth + n->prefix_len > len) return Status::NotFound();
-    parent_ref = ref;
-    parent = n;
-    parent_depth = depth;
-    depth += n->prefix_len;
-    if (depth == len) {
-      ref = &n->end;
-      byte = -1;
-    } else {
-      ref = art::FindChild(n, k[depth]);
-      if (ref == nullptr) return Status::NotFound();
-      byte = k[depth];
-      ++depth;
+    case NodeType::k48: {
+      auto* m = static_cast<Node48*>(n);
+      // Slots fill in order and a remove leaves a hole: the slot at `count` is free unless
+      // one was, so the search is for nodes that lost a child.
+      unsigned p = count;
+      if (m->child[p] != 0) {
+        p = 0;
+        while (m->child[p] != 0) ++p;
+      }
+      pm::StoreRelease(m->child[p], child);
+      pm::Store(m->index[b], static_cast<uint8_t>(p + 1));
+      break;
     }
+    case NodeType::k256:
+      pm::StoreRelease(static_cast<Node256*>(n)->child[b], child);
+      break;
   }
-  std::free(art::AsLeaf(*ref));
-  if (parent == nullptr) {
-    *ref = 0;
-    return Status::OK();
+  pm::Store(n->count, static_cast<uint16_t>(count + 1));
+}
+
+// Removes b's child from locked n in place (atomic stores, count last).
+void Art::RemoveChild(Node* n, uint8_t b) {
+  const unsigned count = n->count;
+  switch (n->type) {
+    case NodeType::k4:
+    case NodeType::k16: {
+      uint8_t keys[16];
+      Ref* slots;
+      if (n->type == NodeType::k4) {
+        std::memcpy(keys, &static_cast<Node4*>(n)->key_word, 4);
+        slots = static_cast<Node4*>(n)->child;
+      } else {
+        std::memcpy(keys, static_cast<Node16*>(n)->key_words, 16);
+        slots = static_cast<Node16*>(n)->child;
+      }
+      unsigned i = 0;
+      while (keys[i] != b) ++i;
+      for (unsigned j = i; j + 1 < count; ++j) {
+        keys[j] = keys[j + 1];
+        pm::Store(slots[j], slots[j + 1]);
+      }
+      keys[count - 1] = 0;
+      pm::Store(slots[count - 1], Ref{0});
+      if (n->type == NodeType::k4) {
+        uint32_t w;
+        std::memcpy(&w, keys, 4);
+        pm::Store(static_cast<Node4*>(n)->key_word, w);
+      } else {
+        uint64_t w[2];
+        std::memcpy(w, keys, 16);
+        pm::Store(static_cast<Node16*>(n)->key_words[0], w[0]);
+        pm::Store(static_cast<Node16*>(n)->key_words[1], w[1]);
+      }
+      break;
+    }
+    case NodeType::k48: {
+      auto* m = static_cast<Node48*>(n);
+      pm::Store(m->child[m->index[b] - 1], Ref{0});
+      pm::Store(m->index[b], uint8_t{0});
+      break;
+    }
+    case NodeType::k256:
+      pm::Store(static_cast<Node256*>(n)->child[b], Ref{0});
+      break;
   }
-  if (byte < 0) {
-    parent->end = 0;
-  } else {
-    RemoveChild(parent, static_cast<uint8_t>(byte));
-  }
-  Fixup(parent_ref, parent, parent_depth);
-  return Status::OK();
+  pm::Store(n->count, static_cast<uint16_t>(count - 1));
 }
 
 }  // namespace pmindex::radix

@@ -1,13 +1,12 @@
-// Volatile ART: ordered scan, verify and stats.
+// Volatile ART: ordered scan (optimistic, art.h), verify and stats.
 #include <algorithm>
 #include <cstddef>
-#include <mutex>
+#include <vector>
 #include <string>
 
-#include "pm/prefetch.h"
+#include "pm/version_lock.h"
 #include "radix/art/art.h"
 #include "radix/common/key.h"
-#include "radix/common/radix_scan.h"
 #include "radix/common/scan_stack.h"
 
 namespace pmindex::radix {
@@ -17,76 +16,121 @@ using art::Leaf;
 using art::Node;
 using art::Ref;
 
-// The volatile ART's nodes to RadixScan (radix_scan.h). A node's type is in the node, not in
-// its reference, so a node is prefetched as three lines whatever its type (Node4 and Node16
-// fit; a Node48 or Node256 reads more, in order), the rest once its first line is read.
-struct Art::ScanAccess {
-  using Word = Ref;
-  using Node = const art::Node*;
-  static constexpr size_t kMaxChildren = 256;
-  static constexpr unsigned kStoredPrefix = art::kArtPrefix;
-  static constexpr bool kSizeInNode = true;
+// One chunk of a scan: up to `need` pairs with key >= from, copied out of the tree in key
+// order. The walk holds no lock: a node's version is read when it is entered and checked
+// again after each child's version is read (lock coupling, as a lookup) and after each leaf
+// is copied, so every pair collected was in the tree, and no key between two collected ones
+// was skipped, while the versions held. A failed check returns false; the caller resumes
+// after the last key collected (the pairs collected so far stay).
+class Art::ScanWalk {
+ public:
+  explicit ScanWalk(size_t need) : need_(need) {}
 
-  Ref root;
+  // Walks from `from` (a copy is kept) until need() pairs are collected or the tree ends.
+  bool Run(const Art& tree, std::string_view from) {
+    from_.assign(from);
+    Holder h{const_cast<uint64_t*>(&tree.root_lock_), 0};
+    if (!ReadBegin(&h)) return false;
+    const Ref r = pm::LoadAcquire(tree.root_);
+    if (r == 0) return Validate(h);
+    return Visit(h, r, 0, true);
+  }
+  size_t count() const { return items_.size(); }
+  size_t need() const { return need_; }
+  std::string_view key(size_t i) const { return {buf_.data() + items_[i].at, items_[i].key_len}; }
+  std::string_view value(size_t i) const {
+    return {buf_.data() + items_[i].at + items_[i].key_len, items_[i].value_len};
+  }
 
-  static size_t Units(size_t bytes) { return bytes; }
-  static uint8_t Unit(const uint8_t* key, size_t i) { return key[i]; }
-  static Node AsNode(Ref r) { return reinterpret_cast<Node>(r); }
-  Ref Root() const { return root; }
-  static bool IsLeaf(Ref r) { return art::IsLeaf(r); }
-  static std::string_view LeafKey(Ref r) { return art::AsLeaf(r)->key(); }
-  static Node Enter(Ref r, size_t /*depth*/) {
-    PrefetchRest(r);
-    return AsNode(r);
-  }
-  static size_t PrefixLen(Node n) { return n->prefix_len; }
-  static uint8_t StoredPrefixUnit(Node n, size_t j) { return n->prefix[j]; }
-  static const uint8_t* AnyLeafKey(Ref r) { return Art::AnyLeaf(r)->key_ptr(); }
-  static Ref End(Ref r) { return AsNode(r)->end; }
-  // The first `limit` (>= 1) children from byte `from` in key order into kids; their count.
-  // A scan never reaches more than it has leaves left to output (every child holds a key),
-  // so the rest of a wide node is not read.
-  static size_t Children(Ref r, unsigned from, Ref* kids, size_t limit) {
-    size_t k = 0;
-    art::ForEachChild(AsNode(r), static_cast<int>(from), [&](uint8_t, Ref c) {
-      kids[k++] = c;
-      return k < limit;
-    });
-    return k;
-  }
-  static Ref FindChild(Ref r, uint8_t b) {
-    const Ref* slot = art::FindChild(reinterpret_cast<art::Node*>(r), b);
-    return slot != nullptr ? *slot : 0;
-  }
-  // A leaf's first line and the line of its 19th byte: a leaf of an 8-byte key and an 8-byte
-  // value (19 bytes) in a malloc block (16-byte aligned) crosses a line boundary one time in
-  // four, and its value is then read from a second line. A node's first three lines.
-  static void Prefetch(Ref r) {
-    const char* p = reinterpret_cast<const char*>(r & ~Ref{1});
-    pm::PrefetchLine(p);
-    if (IsLeaf(r)) {
-      pm::PrefetchLine(p + offsetof(Leaf, data) + 15);
-    } else {
-      pm::PrefetchLine(p + 64);
-      pm::PrefetchLine(p + 128);
+ private:
+  struct Item {
+    size_t at;
+    uint32_t key_len, value_len;
+  };
+
+  // Word r was read from a slot of holder h at `depth`; with `bounded`, its keys may lie
+  // below from_.
+  bool Visit(const Holder& h, Ref r, size_t depth, bool bounded) {
+    if (IsLeaf(r)) return VisitLeaf(h, art::AsLeaf(r), bounded);
+    const auto* n = reinterpret_cast<const Node*>(r);
+    Holder nh{const_cast<uint64_t*>(&n->version), 0};
+    if (!ReadBegin(&nh) || !Validate(h)) return false;
+    const size_t pos = depth + pm::Load(n->prefix_len);
+    int first = 0;       // the first child byte to walk
+    int bounded_at = -1;  // the child byte whose keys may lie below from_
+    if (bounded) {
+      int order;
+      if (!ComparePrefix(n, depth, pos, &order) || !Validate(nh)) return false;
+      if (order < 0) return true;  // the whole subtree is below from_
+      if (order == 0 && from_.size() > pos) {  // the end leaf's key is a prefix of from_: below
+        first = bounded_at = static_cast<uint8_t>(from_[pos]);
+      }
     }
+    if (bounded_at < 0) {
+      const Ref end = pm::LoadAcquire(n->end);
+      if (end != 0 && !Visit(nh, end, pos, false)) return false;
+    }
+    while (need_ != 0 && first < 256) {
+      Ref c = 0;
+      int b = 0;
+      art::ForEachChild(n, first, [&](uint8_t byte, Ref child) {
+        b = byte;
+        c = child;
+        return false;
+      });
+      if (c == 0) return Validate(nh);
+      if (!Visit(nh, c, pos + 1, b == bounded_at)) return false;
+      first = b + 1;
+    }
+    return true;
   }
-  // The rest of the lines a walk over the children reads, requested together, so the index
-  // and the child slots are waited for once.
-  static void PrefetchRest(Ref r) {
-    const Node n = AsNode(r);
-    if (n->type == art::NodeType::k48)
-      pm::PrefetchLines(n, 192, sizeof(art::Node48));
-    else if (n->type == art::NodeType::k256)
-      pm::PrefetchLines(n, 192, 512);
+
+  bool VisitLeaf(const Holder& h, const Leaf* l, bool bounded) {
+    const std::string_view key = l->key();
+    if (bounded && key < std::string_view(from_)) return Validate(h);
+    const size_t at = buf_.size();
+    buf_.append(key);
+    l->AppendValueTo(&buf_);
+    if (!Validate(h)) {
+      buf_.resize(at);
+      return false;
+    }
+    items_.push_back({at, static_cast<uint32_t>(key.size()), l->value_len});
+    --need_;
+    return true;
   }
-  static bool ChildrenInFirstLines(Ref r) {
-    const Node n = AsNode(r);
-    return n->type == art::NodeType::k4 || n->type == art::NodeType::k16;
+
+  // The order of n's prefix (bytes [depth, pos)) against from_'s bytes there; false if a
+  // racy read found no leaf to read the bytes past the stored prefix from.
+  bool ComparePrefix(const Node* n, size_t depth, size_t pos, int* order) const {
+    const Leaf* any = nullptr;
+    *order = 0;
+    for (size_t i = depth; i < pos; ++i) {
+      if (i == from_.size()) {
+        *order = 1;  // from_ ends inside the prefix: every key here is longer
+        return true;
+      }
+      uint8_t a;
+      if (i - depth < art::kArtPrefix) {
+        a = pm::Load(n->prefix[i - depth]);
+      } else {
+        if (any == nullptr) any = AnyLeaf(reinterpret_cast<Ref>(n));
+        if (any == nullptr || any->key_len <= i) return false;
+        a = any->key_ptr()[i];
+      }
+      const uint8_t b = static_cast<uint8_t>(from_[i]);
+      if (a != b) {
+        *order = a < b ? -1 : 1;
+        return true;
+      }
+    }
+    return true;
   }
-  static void PrefetchWhole(Ref r) {
-    pm::PrefetchLines(AsNode(r), 192, art::NodeBytes(AsNode(r)->type));
-  }
+
+  size_t need_;
+  std::string from_;
+  std::string buf_;  // the pairs' keys and values, back to back
+  std::vector<Item> items_;
 };
 
 struct Art::Totals {
@@ -96,17 +140,31 @@ struct Art::Totals {
 };
 
 size_t Art::scan(std::string_view start, size_t max_count, ScanCallback fn) {
-  if (max_count == 0) return 0;
-  std::shared_lock lock(mu_);
-  return ScanInChunks<ScanStack<Ref>>(
-      start, max_count, fn,
-      [&](std::string_view from, ScanStack<Ref>& st) {
-        RadixScan<ScanAccess>(ScanAccess{root_}, st).Run(from);
-      },
-      [&](Ref w) {
-        const auto* l = art::AsLeaf(w);
-        return std::pair<std::string_view, std::string_view>(l->key(), l->value());
-      });
+  size_t total = 0;
+  std::string from(start);
+  while (total < max_count) {
+    ScanWalk walk(std::min(max_count - total, kScanChunk));
+    const size_t want = walk.need();
+    {
+      // The pairs are copies: fn runs outside the guard.
+      pm::Epoch::Guard guard(epoch_);
+      while (!walk.Run(*this, from)) {
+        restarts_.fetch_add(1, std::memory_order_relaxed);
+        if (walk.count() != 0) {
+          from.assign(walk.key(walk.count() - 1));
+          from.push_back('\0');
+        }
+      }
+    }
+    for (size_t i = 0; i < walk.count(); ++i) {
+      ++total;
+      if (!fn(walk.key(i), walk.value(i))) return total;
+    }
+    if (walk.count() < want) break;
+    from.assign(walk.key(walk.count() - 1));
+    from.push_back('\0');
+  }
+  return total;
 }
 
 Status Art::VerifyRef(Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t) const {
@@ -164,7 +222,6 @@ Status Art::VerifyRef(Ref r, size_t depth, std::vector<uint8_t>& path, Totals& t
 }
 
 Status Art::verify() {
-  std::shared_lock lock(mu_);
   if (root_ == 0) return Status::OK();
   std::vector<uint8_t> path;
   Totals t;
@@ -172,7 +229,6 @@ Status Art::verify() {
 }
 
 IndexStats Art::stats() {
-  std::shared_lock lock(mu_);
   IndexStats st;
   Totals t;
   std::vector<uint8_t> path;
