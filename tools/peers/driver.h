@@ -124,23 +124,24 @@ inline std::vector<uint64_t> IdOrder(uint64_t first, uint64_t count, bool shuffl
 }
 
 // The phases are separate, never-inlined functions so that an instruction count can be
-// restricted to one of them (valgrind --toggle-collect='*phase_lookup*').
+// restricted to one of them (valgrind --toggle-collect='*phase_lookup*'); noipa keeps GCC's
+// identical-code folding from making phase_lookup and phase_absent one function.
 template <typename Adapter>
-[[gnu::noinline]] void phase_load(Adapter& index,
+[[gnu::noinline, gnu::noipa]] void phase_load(Adapter& index,
                                   const std::vector<typename Adapter::WriteKey>& keys,
                                   const std::vector<uint64_t>& ids) {
   for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], ids[i]);
 }
 
 template <typename Adapter>
-[[gnu::noinline]] void phase_insert(Adapter& index,
+[[gnu::noinline, gnu::noipa]] void phase_insert(Adapter& index,
                                     const std::vector<typename Adapter::WriteKey>& keys,
                                     const std::vector<uint64_t>& ids) {
   for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], ids[i]);
 }
 
 template <typename Adapter>
-[[gnu::noinline]] uint64_t phase_lookup(Adapter& index,
+[[gnu::noinline, gnu::noipa]] uint64_t phase_lookup(Adapter& index,
                                         const std::vector<typename Adapter::ReadKey>& keys) {
   uint64_t found = 0;
   for (const auto& key : keys) {
@@ -152,7 +153,7 @@ template <typename Adapter>
 
 // The absent-key lookups: phase_lookup's loop, a function of its own for the counts.
 template <typename Adapter>
-[[gnu::noinline]] uint64_t phase_absent(Adapter& index,
+[[gnu::noinline, gnu::noipa]] uint64_t phase_absent(Adapter& index,
                                         const std::vector<typename Adapter::ReadKey>& keys) {
   uint64_t found = 0;
   for (const auto& key : keys) {
@@ -163,7 +164,7 @@ template <typename Adapter>
 }
 
 template <typename Adapter>
-[[gnu::noinline]] uint64_t phase_scan(Adapter& index,
+[[gnu::noinline, gnu::noipa]] uint64_t phase_scan(Adapter& index,
                                       const std::vector<typename Adapter::ScanKey>& starts) {
   uint64_t pairs = 0;
   for (const auto& start : starts) pairs += index.scan(start, kScanLength);

@@ -190,6 +190,11 @@ const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32
   uint8_t& count = hdr(seg)->ovf_count[b];
   assert(Load(count) < 255);  // at most stash x slots keys (56) are counted
   Store(count, static_cast<uint8_t>(Load(count) + 1));
+  // The flag readers test: flushed here, fenced with the counter by the caller (both before
+  // the stash key's commit).
+  Bucket* home = bucket(seg, b);
+  Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) | kOvfCounted));
+  pc_->flush(&home->ovf_member, 1);
   return &count;
 }
 
@@ -210,6 +215,11 @@ const void* DashTable::remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uin
   }
   uint8_t& count = hdr(seg)->ovf_count[b];
   if (Load(count) != 0) Store(count, static_cast<uint8_t>(Load(count) - 1));
+  if (Load(count) == 0) {  // the key is already removed: a crash keeping the flag costs probes
+    Bucket* home = bucket(seg, b);
+    Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) & ~kOvfCounted));
+    pc_->flush(&home->ovf_member, 1);
+  }
   return &count;
 }
 
