@@ -126,7 +126,8 @@ class DashTable final : public Index {
   // One attempt under an epoch guard; *retry: read the directory again.
   Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
   Status erase(uint64_t key);
-  // Locks b and b+1 of the segment covering kh and checks its pattern; false: retry.
+  // Locks b and b+1 of the segment covering kh and checks that the directory still names it;
+  // false: retry.
   bool lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const;
   void unlock_pair(uint64_t seg, uint32_t b) const;
   // Under b's and b+1's locks: where key is, if present.

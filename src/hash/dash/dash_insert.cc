@@ -28,8 +28,10 @@ bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const {
   pm::PrefetchLine(bucket(*seg, *b < n ? n : *b));  // fetched while the first lock is taken
   VersionLock::LockInline(&bucket(*seg, *b < n ? *b : n)->lock, gen_);
   VersionLock::LockInline(&bucket(*seg, *b < n ? n : *b)->lock, gen_);
-  const uint64_t dp = Load(hdr(*seg)->depth_pattern);
-  if (kh.Pattern(DepthOf(dp)) == PatternOf(dp)) [[likely]]
+  // A split of seg repoints the directory while it holds every bucket lock of seg: with b's
+  // lock held, a directory that still names seg means seg covers the key (its header's
+  // pattern, one more cache line to miss, would say the same).
+  if (segment_for(kh) == *seg) [[likely]]
     return true;
   unlock_pair(*seg, *b);  // a split moved the key's range: read the directory again
   return false;
