@@ -76,7 +76,8 @@ struct Config {
   bool shuffled = false;  // PEERS_ORDER=shuffled: load and insert ids in a shuffled order
 };
 
-// Parses "N [load|lookup|absent|insert|scan]" from argv[first..]; exits with a usage message on error.
+// Parses "N [load|lookup|absent|insert|scan]" from argv[first..]; exits with a usage message
+// on error.
 inline void ParseRunArgs(int argc, char** argv, int first, const char* usage, Config* config) {
   if (argc <= first || argc > first + 2) {
     std::fprintf(stderr, "usage: %s\n", usage);

@@ -45,9 +45,10 @@
 // a split holds the split mutex and then every bucket lock of S. Readers take no lock: they
 // read a bucket between VersionLock::ReadBegin (waiting while a writer holds it: a writer
 // unlocks only after its commit is durable, so a reader never returns a pair that is not)
-// and ReadValidate, and, to answer "absent", check that the directory still names the segment
-// (else a split moved the key: retry from the directory). Directories are freed through the pool's epoch; every
-// operation holds a guard. Segments are never freed (no merge, as in Dash).
+// and ReadValidate, and, to answer "absent", check that the directory still names the
+// segment (else a split moved the key: retry from the directory). Directories are freed
+// through the pool's epoch; every operation holds a guard. Segments are never freed (no
+// merge, as in Dash).
 //
 // for_each under concurrent writers: every pair that is present throughout the iteration
 // is reported exactly once, unless a displacement or a split moves it during the iteration
