@@ -11,7 +11,10 @@
 #   scripts/peers.sh summary PEERS [RESULTS]    medians and per-round ratios of a results dir
 #
 # PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart, CCEH,
-# Level-Hashing.
+# Level-Hashing, dash and epoch-reclaimer (Dash's epoch manager).
+# PEERS_ONLY=NAME,... builds (build-peers) and runs only those peers' builders and pairs, by
+# builder name: icpp wort fastfair part pclht libart cceh levelhash dash (run also matches the
+# pairs' lines, e.g. PEERS_ONLY=dash runs dash_eadr and pmindex_drv dash eadr).
 # OUT is $PEERS_OUT, default PEERS/out. The peers are copied into OUT/src and changed there by the sed
 # scripts in tools/peers/sed/; PEERS itself is never written.
 #
@@ -28,7 +31,7 @@ CC=${CC:-gcc}
 OPT="-O2 -g -DNDEBUG"
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -37,14 +40,25 @@ die() {
   exit 1
 }
 
+# Whether builder or pair $1 is selected by PEERS_ONLY (all when it is empty).
+selected() {
+  [[ -z ${PEERS_ONLY:-} ]] && return 0
+  local name
+  for name in ${PEERS_ONLY//,/ }; do
+    [[ $1 == *"$name"* ]] && return 0
+  done
+  return 1
+}
+
 need_peers() {
   local d
-  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart CCEH Level-Hashing; do
-    [[ -d $PEERS/$d ]] || die "$PEERS/$d is missing (fetch the peers' sources first)"
+  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart CCEH Level-Hashing dash epoch-reclaimer; do
+    [[ -n ${PEERS_ONLY:-} || -d $PEERS/$d ]] || die "$PEERS/$d is missing (fetch the peers' sources first)"
   done
-  # P-ART uses TBB's containers; ICPP-RNTree includes <numa.h>.
+  # P-ART uses TBB's containers; ICPP-RNTree includes <numa.h>; Dash uses PMDK's libpmemobj.
   [[ -f /usr/include/tbb/concurrent_vector.h ]] || die "TBB headers missing (apt-get install libtbb-dev)"
   [[ -f /usr/include/numa.h ]] || die "numa.h missing (apt-get install libnuma-dev)"
+  [[ -f /usr/include/libpmemobj.h ]] || die "libpmemobj.h missing (apt-get install libpmemobj-dev)"
 }
 
 # Copies one peer's tree to OUT/src afresh.
@@ -215,6 +229,23 @@ build_levelhash() {
   done
 }
 
+build_dash() {
+  fresh_copy dash
+  local src=$OUT/src/dash
+  apply_sed dash.sed 'pmemobj_persist|_addr\(' "$src/src/allocator.h" "$src/src/ex_finger.h"
+  local mode flags
+  for mode in adr eadr; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    # One unit with the driver (their headers define globals); -DPMEM as their CMake's
+    # USE_PMEM; -mavx for the epoch manager's garbage list (a 32-byte non-temporal store;
+    # their CMake builds with -march=native); the stubs directory gives its glog includes.
+    $CXX -std=c++20 $OPT $flags -DPMEM -mavx -w -include "$TOOLS/peer_persist.h" -I"$TOOLS/stubs" \
+      -I"$PEERS/epoch-reclaimer" -I"$src" -I"$REPO" -I"$REPO/src" "$TOOLS/dash_drv.cc" \
+      "$OUT/obj/generators.o" -o "$OUT/bin/dash_$mode" -lpmemobj -lpmem -pthread
+  done
+}
+
 build_libart() {
   fresh_copy libart
   local src=$OUT/src/libart/src
@@ -227,14 +258,10 @@ cmd_build_peers() {
   need_peers
   mkdir -p "$OUT/bin" "$OUT/obj"
   build_common
-  build_icpp
-  build_wort
-  build_fastfair
-  build_part
-  build_pclht
-  build_libart
-  build_cceh
-  build_levelhash
+  local peer
+  for peer in icpp wort fastfair part pclht libart cceh levelhash dash; do
+    if selected "$peer"; then "build_$peer"; fi
+  done
 }
 
 cmd_build() {
@@ -263,6 +290,7 @@ pairs() {
     echo "cceh_$m|pmindex_drv cceh $m"
     echo "pclht_$m|pmindex_drv pclht $m"
     echo "levelhash_$m|pmindex_drv levelhash $m"
+    echo "dash_$m|pmindex_drv dash $m"
   done
   echo "libart|pmindex_drv art volatile"
 }
@@ -277,6 +305,7 @@ cmd_run() {
   local round line peer ours
   for ((round = 1; round <= rounds; round++)); do
     while IFS='|' read -r peer ours; do
+      selected "$peer" || continue
       # shellcheck disable=SC2016
       flock "$LOCK" bash -c '
         cd "$1"

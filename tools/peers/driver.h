@@ -5,6 +5,8 @@
 // i * 0xff51afd7ed558ccd. The phases, each timed by the thread's CPU clock:
 //   load    inserts ids 1..N in id order (id 0 would be key 0, a sentinel in some peers);
 //   lookup  N lookups of ids drawn uniformly from 1..N (bench/generators.h, Rng, seed 1);
+//   absent  N lookups of keys not in the index: ids drawn uniformly from 2N+1..3N (a
+//           generator of its own, seed 3, so that the other phases' keys stay as they were);
 //   insert  inserts ids N+1..2N;
 //   scan    N/10 scans of 100 pairs from ids drawn uniformly from 1..2N.
 // With PEERS_ORDER=shuffled in the environment, the load and the insert phase take their ids
@@ -50,10 +52,13 @@
 namespace peers {
 
 // Phases in the order they run; a run may stop after any of them (for instruction counts).
-enum Phase { kLoad = 0, kLookup = 1, kInsert = 2, kScan = 3 };
+enum Phase { kLoad = 0, kLookup = 1, kAbsent = 2, kInsert = 3, kScan = 4 };
+inline constexpr int kPhases = 5;
+inline const char* const kPhaseNames[kPhases] = {"load", "lookup", "absent", "insert", "scan"};
 
 inline constexpr uint64_t kLookupSeed = 1;
 inline constexpr uint64_t kShuffleSeed = 2;
+inline constexpr uint64_t kAbsentSeed = 3;
 inline constexpr size_t kScanLength = 100;
 
 inline uint64_t KeyOfId(uint64_t id) { return pmindex::bench::ScrambleId(id); }
@@ -71,7 +76,8 @@ struct Config {
   bool shuffled = false;  // PEERS_ORDER=shuffled: load and insert ids in a shuffled order
 };
 
-// Parses "N [load|lookup|insert|scan]" from argv[first..]; exits with a usage message on error.
+// Parses "N [load|lookup|absent|insert|scan]" from argv[first..]; exits with a usage message
+// on error.
 inline void ParseRunArgs(int argc, char** argv, int first, const char* usage, Config* config) {
   if (argc <= first || argc > first + 2) {
     std::fprintf(stderr, "usage: %s\n", usage);
@@ -84,10 +90,9 @@ inline void ParseRunArgs(int argc, char** argv, int first, const char* usage, Co
     std::exit(2);
   }
   if (argc == first + 2) {
-    static const char* const kNames[] = {"load", "lookup", "insert", "scan"};
     bool known = false;
     for (int p = kLoad; p <= kScan; p++) {
-      if (std::strcmp(argv[first + 1], kNames[p]) == 0) {
+      if (std::strcmp(argv[first + 1], kPhaseNames[p]) == 0) {
         config->last = static_cast<Phase>(p);
         known = true;
       }
@@ -120,23 +125,36 @@ inline std::vector<uint64_t> IdOrder(uint64_t first, uint64_t count, bool shuffl
 }
 
 // The phases are separate, never-inlined functions so that an instruction count can be
-// restricted to one of them (valgrind --toggle-collect='*phase_lookup*').
+// restricted to one of them (valgrind --toggle-collect='*phase_lookup*'); noipa keeps GCC's
+// identical-code folding from making phase_lookup and phase_absent one function.
 template <typename Adapter>
-[[gnu::noinline]] void phase_load(Adapter& index,
+[[gnu::noinline, gnu::noipa]] void phase_load(Adapter& index,
                                   const std::vector<typename Adapter::WriteKey>& keys,
                                   const std::vector<uint64_t>& ids) {
   for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], ids[i]);
 }
 
 template <typename Adapter>
-[[gnu::noinline]] void phase_insert(Adapter& index,
+[[gnu::noinline, gnu::noipa]] void phase_insert(Adapter& index,
                                     const std::vector<typename Adapter::WriteKey>& keys,
                                     const std::vector<uint64_t>& ids) {
   for (size_t i = 0; i < keys.size(); i++) index.insert(keys[i], ids[i]);
 }
 
 template <typename Adapter>
-[[gnu::noinline]] uint64_t phase_lookup(Adapter& index,
+[[gnu::noinline, gnu::noipa]] uint64_t phase_lookup(Adapter& index,
+                                        const std::vector<typename Adapter::ReadKey>& keys) {
+  uint64_t found = 0;
+  for (const auto& key : keys) {
+    uint64_t value;
+    found += index.lookup(key, &value) ? 1 : 0;
+  }
+  return found;
+}
+
+// The absent-key lookups: phase_lookup's loop, a function of its own for the counts.
+template <typename Adapter>
+[[gnu::noinline, gnu::noipa]] uint64_t phase_absent(Adapter& index,
                                         const std::vector<typename Adapter::ReadKey>& keys) {
   uint64_t found = 0;
   for (const auto& key : keys) {
@@ -147,7 +165,7 @@ template <typename Adapter>
 }
 
 template <typename Adapter>
-[[gnu::noinline]] uint64_t phase_scan(Adapter& index,
+[[gnu::noinline, gnu::noipa]] uint64_t phase_scan(Adapter& index,
                                       const std::vector<typename Adapter::ScanKey>& starts) {
   uint64_t pairs = 0;
   for (const auto& start : starts) pairs += index.scan(start, kScanLength);
@@ -174,6 +192,11 @@ int Run(Adapter& index, const Config& config) {
   lookup_keys.reserve(n);
   for (uint64_t i = 0; i < n; i++)
     lookup_keys.push_back(index.read_key(KeyOfId(1 + rng.uniform(n))));
+  pmindex::bench::Rng absent_rng(kAbsentSeed);
+  std::vector<typename Adapter::ReadKey> absent_keys;
+  absent_keys.reserve(n);
+  for (uint64_t i = 0; i < n; i++)
+    absent_keys.push_back(index.read_key(KeyOfId(2 * n + 1 + absent_rng.uniform(n))));
   std::vector<typename Adapter::ScanKey> scan_starts;
   if constexpr (Adapter::kHasScan) {
     if constexpr (requires { index.prepare_scans(all_keys); }) index.prepare_scans(all_keys);
@@ -182,8 +205,8 @@ int Run(Adapter& index, const Config& config) {
       scan_starts.push_back(index.scan_key(KeyOfId(1 + rng.uniform(2 * n))));
   }
 
-  double ns[4] = {-1, -1, -1, -1};
-  uint64_t found = 0, pairs = 0;
+  double ns[kPhases] = {-1, -1, -1, -1, -1};
+  uint64_t found = 0, absent_found = 0, pairs = 0;
   double t = ThreadCpuNs();
   phase_load(index, load_keys, load_ids);
   ns[kLoad] = (ThreadCpuNs() - t) / static_cast<double>(n);
@@ -191,6 +214,11 @@ int Run(Adapter& index, const Config& config) {
     t = ThreadCpuNs();
     found = phase_lookup(index, lookup_keys);
     ns[kLookup] = (ThreadCpuNs() - t) / static_cast<double>(n);
+  }
+  if (config.last >= kAbsent) {
+    t = ThreadCpuNs();
+    absent_found = phase_absent(index, absent_keys);
+    ns[kAbsent] = (ThreadCpuNs() - t) / static_cast<double>(n);
   }
   if (config.last >= kInsert) {
     t = ThreadCpuNs();
@@ -217,15 +245,15 @@ int Run(Adapter& index, const Config& config) {
   double load[3] = {-1, -1, -1};
   getloadavg(load, 3);
   std::printf("%s n=%llu cpu_ns_per_op", config.label.c_str(), static_cast<unsigned long long>(n));
-  static const char* const kNames[] = {"load", "lookup", "insert", "scan"};
   for (int p = kLoad; p <= kScan; p++) {
     if (ns[p] >= 0 && (p != kScan || scanned))
-      std::printf(" %s=%.0f", kNames[p], ns[p]);
+      std::printf(" %s=%.0f", kPhaseNames[p], ns[p]);
     else
-      std::printf(" %s=-", kNames[p]);
+      std::printf(" %s=-", kPhaseNames[p]);
   }
   std::printf(" | found=%llu/%llu", static_cast<unsigned long long>(found),
               static_cast<unsigned long long>(config.last >= kLookup ? n : 0));
+  std::printf(" absent_found=%llu", static_cast<unsigned long long>(absent_found));
   if (ns[kScan] >= 0)
     std::printf(" pairs_per_scan=%.1f",
                 static_cast<double>(pairs) / static_cast<double>(scan_starts.size()));
@@ -233,7 +261,8 @@ int Run(Adapter& index, const Config& config) {
               static_cast<unsigned long long>(correct), static_cast<unsigned long long>(checked),
               load[0], load[1], load[2], config.shuffled ? "shuffled" : "id");
   std::fflush(stdout);
-  return correct == checked && (config.last < kLookup || found == n) ? 0 : 1;
+  return correct == checked && (config.last < kLookup || found == n) && absent_found == 0 ? 0
+                                                                                       : 1;
 }
 
 }  // namespace peers

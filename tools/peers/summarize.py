@@ -2,7 +2,7 @@
 """Medians and ratios of a scripts/peers.sh results directory, as markdown tables.
 
 Each round-R.txt holds the drivers' result lines ("LABEL MODE n=N cpu_ns_per_op load=..
-lookup=.. insert=.. scan=.. | found=.. check=.. loadavg=a,b,c") and '#' lines with the
+lookup=.. absent=.. insert=.. scan=.. | found=.. check=.. loadavg=a,b,c") and '#' lines with the
 load averages before each pair. A cell reads "peer / pmindex (x)": the medians over the rounds of
 CPU ns per operation, and x the median over the rounds of peer / pmindex within a round
 (pmindex's throughput over the peer's: above 1, pmindex is faster). FAST_FAIR is set
@@ -17,7 +17,7 @@ import re
 import statistics
 import sys
 
-PHASES = ["load", "lookup", "insert", "scan"]
+PHASES = ["load", "lookup", "absent", "insert", "scan"]
 BTREES = ["rntree", "rntree-ds", "fptree", "nvtree", "wbtree", "wbtree-so"]
 # peer label -> pmindex index name
 PAIRS = [
@@ -32,6 +32,10 @@ PAIRS = [
     ("peer-woart", "woart"),
     ("peer-part", "pftree"),
     ("peer-libart", "art"),
+    ("peer-cceh", "cceh"),
+    ("peer-pclht", "pclht"),
+    ("peer-levelhash", "levelhash"),
+    ("peer-dash", "dash"),
 ]
 LINE = re.compile(r"^(\S+) (\S+) n=(\d+) cpu_ns_per_op (.*?) \| (.*)$")
 
@@ -130,8 +134,8 @@ def main():
         if not rows:
             continue
         print(f"\n{mode}:\n")
-        print("| pmindex vs peer | load | lookup | insert | scan of 100 |")
-        print("|---|---|---|---|---|")
+        print("| pmindex vs peer | load | lookup | absent lookup | insert | scan of 100 |")
+        print("|---|---|---|---|---|---|")
         print("\n".join(rows))
 
 

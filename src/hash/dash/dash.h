@@ -45,9 +45,10 @@
 // a split holds the split mutex and then every bucket lock of S. Readers take no lock: they
 // read a bucket between VersionLock::ReadBegin (waiting while a writer holds it: a writer
 // unlocks only after its commit is durable, so a reader never returns a pair that is not)
-// and ReadValidate, and check that the segment's pattern still covers the key (else a split
-// moved it: retry from the directory). Directories are freed through the pool's epoch; every
-// operation holds a guard. Segments are never freed (no merge, as in Dash).
+// and ReadValidate, and, to answer "absent", check that the directory still names the
+// segment (else a split moved the key: retry from the directory). Directories are freed
+// through the pool's epoch; every operation holds a guard. Segments are never freed (no
+// merge, as in Dash).
 //
 // for_each under concurrent writers: every pair that is present throughout the iteration
 // is reported exactly once, unless a displacement or a split moves it during the iteration
@@ -118,7 +119,7 @@ class DashTable final : public Index {
   // -1 retry.
   int probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
                   uint64_t* value) const;
-  // 1 found, 0 absent, -1 retry (a writer changed what was read), -2 damaged.
+  // 1 found, 0 absent, -1 retry (a writer or a split changed what was read).
   int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
 
   // Writes (dash.cc, dash_insert.cc).
@@ -126,7 +127,8 @@ class DashTable final : public Index {
   // One attempt under an epoch guard; *retry: read the directory again.
   Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
   Status erase(uint64_t key);
-  // Locks b and b+1 of the segment covering kh and checks its pattern; false: retry.
+  // Locks b and b+1 of the segment covering kh and checks that the directory still names it;
+  // false: retry.
   bool lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const;
   void unlock_pair(uint64_t seg, uint32_t b) const;
   // Under b's and b+1's locks: where key is, if present.
@@ -165,6 +167,9 @@ class DashTable final : public Index {
   Status load_directory(Directory** dir, uint32_t* depth) const;
   Status finish_split(Directory* dir, uint32_t g, uint64_t i);
   void finish_move(uint64_t seg);
+  // Sets kOvfCounted where a counter is non-zero and its flag is not (pools written before
+  // the flag existed); idempotent.
+  void flag_counters(uint64_t seg);
   // Verify (dash_verify.cc).
   bool overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const;
   Status verify_segment(uint64_t seg, uint64_t* keys) const;

@@ -28,8 +28,10 @@ bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const {
   pm::PrefetchLine(bucket(*seg, *b < n ? n : *b));  // fetched while the first lock is taken
   VersionLock::LockInline(&bucket(*seg, *b < n ? *b : n)->lock, gen_);
   VersionLock::LockInline(&bucket(*seg, *b < n ? n : *b)->lock, gen_);
-  const uint64_t dp = Load(hdr(*seg)->depth_pattern);
-  if (kh.Pattern(DepthOf(dp)) == PatternOf(dp)) [[likely]]
+  // A split of seg repoints the directory while it holds every bucket lock of seg: with b's
+  // lock held, a directory that still names seg means seg covers the key (its header's
+  // pattern, one more cache line to miss, would say the same).
+  if (segment_for(kh) == *seg) [[likely]]
     return true;
   unlock_pair(*seg, *b);  // a split moved the key's range: read the directory again
   return false;
@@ -190,6 +192,11 @@ const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32
   uint8_t& count = hdr(seg)->ovf_count[b];
   assert(Load(count) < 255);  // at most stash x slots keys (56) are counted
   Store(count, static_cast<uint8_t>(Load(count) + 1));
+  // The flag readers test: flushed here, fenced with the counter by the caller (both before
+  // the stash key's commit).
+  Bucket* home = bucket(seg, b);
+  Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) | kOvfCounted));
+  pc_->flush(&home->ovf_member, 1);
   return &count;
 }
 
@@ -210,6 +217,11 @@ const void* DashTable::remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uin
   }
   uint8_t& count = hdr(seg)->ovf_count[b];
   if (Load(count) != 0) Store(count, static_cast<uint8_t>(Load(count) - 1));
+  if (Load(count) == 0) {  // the key is already removed: a crash keeping the flag costs probes
+    Bucket* home = bucket(seg, b);
+    Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) & ~kOvfCounted));
+    pc_->flush(&home->ovf_member, 1);
+  }
   return &count;
 }
 

@@ -83,6 +83,16 @@ void DashTable::finish_move(uint64_t seg) {
   }
 }
 
+// A counter without its flag would hide stash keys from lookups: set and persist the flag.
+void DashTable::flag_counters(uint64_t seg) {
+  for (uint32_t b = 0; b < geo_.normal; ++b) {
+    Bucket* bk = bucket(seg, b);
+    if (Load(hdr(seg)->ovf_count[b]) == 0 || (Load(bk->ovf_member) & kOvfCounted) != 0) continue;
+    Store(bk->ovf_member, static_cast<uint8_t>(Load(bk->ovf_member) | kOvfCounted));
+    pc_->persist(&bk->ovf_member, 1);
+  }
+}
+
 Status DashTable::recover() {
   Directory* dir;
   uint32_t g;
@@ -91,6 +101,7 @@ Status DashTable::recover() {
     if (Status s = finish_split(dir, g, i); !s.ok()) return s;
     const uint64_t seg = Load(dir->seg[i]);
     finish_move(seg);
+    flag_counters(seg);
     i += uint64_t{1} << (g - DepthOf(Load(hdr(seg)->depth_pattern)));
   }
   return Status::OK();

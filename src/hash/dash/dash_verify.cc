@@ -17,7 +17,7 @@ Status Breach(uint64_t seg, uint32_t b, uint32_t slot, const std::string& what) 
 
 // Does an overflow entry of home b (or of b+1, as member) or b's counter cover a stash key?
 bool DashTable::overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const {
-  return Load(hdr(seg)->ovf_count[b]) != 0 || ((stash_targets(seg, b, fp) >> stash) & 1);
+  return (stash_targets(seg, b, fp) >> stash) & 1;  // the counter's flag included
 }
 
 Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
@@ -28,6 +28,8 @@ Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
     const uint32_t bm = Load(bk->bitmap);
     if ((bm & kAllocMask & ~slot_mask_) != 0) return Breach(seg, i, 0, "alloc bit of unused slot");
     if (i < geo_.normal) {
+      if (Load(hdr(seg)->ovf_count[i]) != 0 && (Load(bk->ovf_member) & kOvfCounted) == 0)
+        return Breach(seg, i, 0, "overflow counter without its flag");
       const uint32_t valid = (bm >> kOverflowShift) & 0xF;
       for (uint32_t e = 0; e < kOverflowFps; ++e) {
         if (((valid >> e) & 1) && ((Load(bk->ovf_stash) >> (2 * e)) & 3) >= geo_.stash)

@@ -31,6 +31,11 @@ inline constexpr uint32_t kMaxNormal = 192; // overflow counters in the header
 inline constexpr uint32_t kAllocMask = (1u << kSlots) - 1;  // bit i: slot i holds a pair
 inline constexpr int kMemberShift = 14;  // bit 14+i: slot i's key is homed at the bucket before
 inline constexpr int kOverflowShift = 28;  // bit 28+e: overflow entry e is valid
+// Bucket::ovf_member bit 7: the header's ovf_count of this bucket may be non-zero (set and
+// persisted with every increment, before the stash key's commit; cleared when the count
+// returns to 0 or the segment's overflow metadata is rebuilt). A reader tests it in the line
+// it has already read instead of reading the header.
+inline constexpr uint8_t kOvfCounted = 1u << 7;
 
 struct Slot {
   uint64_t key;    // the integer key (IntKey decoded)
@@ -43,7 +48,8 @@ struct Slot {
 //   off  0  lock        pm::VersionLock word (pool generation); never flushed for itself
 //   off  8  bitmap      bits 0-13 alloc, 14-27 member (slot's key homed at the previous
 //                       bucket: a "probing" item), 28-31 overflow entry valid
-//   off 12  ovf_member  bit e: overflow entry e belongs to a key homed at the previous bucket
+//   off 12  ovf_member  bit e (0-3): overflow entry e belongs to a key homed at the previous
+//                       bucket; bit 7 (kOvfCounted): ovf_count of this bucket may be non-zero
 //   off 13  ovf_stash   2 bits per overflow entry: the stash bucket that holds its key
 //   off 14  fp[14]      1-byte fingerprints of the slots' keys (valid where alloc is set)
 //   off 28  ovf_fp[4]   fingerprints of keys stored in the stash (valid where bit 28+e)
