@@ -112,7 +112,7 @@ class Allocator final : private Reclaimer {
   Epoch& epoch() { return epoch_; }
   [[gnu::always_inline]] Epoch::Guard epoch_guard() { return Epoch::Guard(epoch_); }
   // Frees `offset` once no guard open now remains open.
-  void retire(uint64_t offset) { epoch_.Retire(this, offset, nullptr); }
+  void retire(uint64_t offset) { epoch_.Retire(this, offset, nullptr, block_size(offset)); }
   // Frees every retired item whose grace period has passed (Retire does it every batch).
   void reclaim() { epoch_.Collect(); }
   // After an OutOfSpace: frees what the open guards allow. Call it with no guard open in the

@@ -68,15 +68,17 @@ void Epoch::StampQueued(Slot& slot) {
     retired_.push_back(it);
   }
   slot.queued.clear();  // keeps its capacity: the next batch allocates nothing
+  slot.queued_bytes = 0;
 }
 
-void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux) {
+void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes) {
   Slot& slot = slots_.local();
   std::vector<Item> ready;
   {
     std::lock_guard<std::mutex> slot_lock(slot.mu);  // uncontended but for a collector
     slot.queued.push_back({owner, offset, aux, 0});
-    if (slot.queued.size() < kBatch) return;
+    slot.queued_bytes += bytes;
+    if (slot.queued.size() < kBatch && slot.queued_bytes < kBatchBytes) return;
     std::lock_guard<std::mutex> lock(retire_mu_);
     StampQueued(slot);
     TakeReady(MinAnnounced(), &ready);
@@ -116,6 +118,7 @@ std::vector<Epoch::Item> Epoch::TakeOwned(Reclaimer* owner) {
   slots_.for_each([&](Slot& slot) {
     std::lock_guard<std::mutex> slot_lock(slot.mu);
     take(slot.queued);
+    if (slot.queued.empty()) slot.queued_bytes = 0;
   });
   std::lock_guard<std::mutex> lock(retire_mu_);
   take(retired_);

@@ -7,8 +7,8 @@
 //
 // A reader (or writer) holds a Guard for the whole operation. On entry the guard announces
 // the global epoch in the thread's slot. Retire() queues an item in the calling thread's slot;
-// every kBatch items the thread stamps its queued items with the global epoch and advances it
-// (one fetch_add for the batch), and Collect() stamps every thread's queued items the same
+// every kBatch items, or once they hold kBatchBytes of pool space, the thread stamps its queued
+// items with the global epoch and advances it (one fetch_add for the batch), and Collect() stamps every thread's queued items the same
 // way. Items whose stamp is below the smallest epoch announced by a thread inside a guard are
 // reclaimed. Why that is safe: an item is queued after it was unlinked, and the advance that
 // stamps it comes after its queueing (in the retiring thread, or in a collector that took the
@@ -110,8 +110,11 @@ class Epoch {
   };
 
   // Queues (offset, aux) for owner->Reclaim once no guard open now remains open. Every kBatch
-  // retirements of a thread, stamps them and reclaims what is safe.
-  void Retire(Reclaimer* owner, uint64_t offset, void* aux);
+  // retirements of a thread, or once its queued items hold kBatchBytes (`bytes`: the space
+  // the item holds, 0 if it holds no pool space), stamps them and reclaims what is safe: a
+  // thread never holds back more than about kBatchBytes of retired blocks (a 1 MiB value is
+  // stamped at once).
+  void Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes = 0);
   // Stamps every thread's queued items, then reclaims every item whose grace period has
   // passed; returns how many. A thread inside a guard holds back what was retired since it
   // entered.
@@ -123,7 +126,8 @@ class Epoch {
   // Items retired and not yet reclaimed.
   size_t pending() const;
 
-  static constexpr size_t kBatch = 64;
+  static constexpr size_t kBatch = 8;
+  static constexpr size_t kBatchBytes = 16 << 10;
 
  private:
   struct Item {
@@ -138,6 +142,7 @@ class Epoch {
     std::atomic<uint64_t> announced{0};  // 0 = outside any guard
     alignas(64) std::mutex mu;           // taken before retire_mu_ where both are
     std::vector<Item> queued;
+    size_t queued_bytes = 0;             // the `bytes` of the queued items
   };
 
   // The smallest announced epoch (0 slots ignored); fences every running thread first.

@@ -465,5 +465,20 @@ TEST(Epoch, RetireReclaimsInBatches) {
   EXPECT_EQ(r.reclaimed.size(), Epoch::kBatch);  // no guard open: the batch is reclaimed
 }
 
+// A thread holds back at most about kBatchBytes of retired space: a large block is stamped
+// (and, with no guard open, reclaimed) at once, small ones once their bytes add up.
+TEST(Epoch, RetireStampsOnceTheQueuedBytesAddUp) {
+  Epoch epoch;
+  Recorder r;
+  epoch.Retire(&r, 1, reinterpret_cast<void*>(2), Epoch::kBatchBytes);
+  EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1}));
+  const size_t quarter = Epoch::kBatchBytes / 4;
+  for (uint64_t i = 0; i < 3; ++i) epoch.Retire(&r, 10 + i, reinterpret_cast<void*>(11 + i), quarter);
+  EXPECT_EQ(r.reclaimed.size(), 1u);  // three quarters queued
+  epoch.Retire(&r, 13, reinterpret_cast<void*>(14), quarter);
+  EXPECT_EQ(r.reclaimed.size(), 5u);
+  EXPECT_EQ(epoch.pending(), 0u);
+}
+
 }  // namespace
 }  // namespace pmindex::pm

@@ -1,6 +1,7 @@
 // RadixScan<Access>: one walk of an ordered scan over an ART-shaped radix tree, the one
-// PersistentRadixTree (WORT, WOART) and the volatile ART run, each through a small
-// node-access policy `Access`.
+// PersistentRadixTree (WORT, WOART) runs, through a small node-access policy `Access`. (The
+// volatile ART, whose writers run beside its scans under optimistic lock coupling, has a
+// validating scan of its own: src/radix/art/art_walk.cc.)
 //
 // A scan is a descent to `start` and an in-order walk from there over a ScanStack of pending
 // child words (scan_stack.h). Its cost is cache misses on blocks scattered over memory, one

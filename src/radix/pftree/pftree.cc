@@ -702,7 +702,7 @@ void PFTree::FreeBlocks(const std::vector<uint64_t>& blocks) {
 
 void PFTree::Retire(uint64_t ref) {
   void* aux = IsLeafRef(ref) ? reinterpret_cast<void*>(at<LeafHeader>(ref)->aux) : nullptr;
-  epoch().Retire(this, RefOffset(ref), aux);
+  epoch().Retire(this, RefOffset(ref), aux, alloc_->block_size(RefOffset(ref)));
 }
 
 void PFTree::Reclaim(uint64_t offset, void* aux) {
