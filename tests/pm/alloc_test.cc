@@ -473,7 +473,9 @@ TEST(Epoch, RetireStampsOnceTheQueuedBytesAddUp) {
   epoch.Retire(&r, 1, reinterpret_cast<void*>(2), Epoch::kBatchBytes);
   EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1}));
   const size_t quarter = Epoch::kBatchBytes / 4;
-  for (uint64_t i = 0; i < 3; ++i) epoch.Retire(&r, 10 + i, reinterpret_cast<void*>(11 + i), quarter);
+  for (uint64_t i = 0; i < 3; ++i) {
+    epoch.Retire(&r, 10 + i, reinterpret_cast<void*>(11 + i), quarter);
+  }
   EXPECT_EQ(r.reclaimed.size(), 1u);  // three quarters queued
   epoch.Retire(&r, 13, reinterpret_cast<void*>(14), quarter);
   EXPECT_EQ(r.reclaimed.size(), 5u);

@@ -71,7 +71,8 @@ void Worker(radix::Art& tree, uint64_t seed, uint64_t ops, Counts& c) {
   std::string value;
   for (uint64_t i = 0; i < ops; ++i) {
     // Half the time a key near others' recent keys: same nodes, same slots.
-    const uint64_t id = rng() % 2 == 0 ? rng() % (2 * kFamily) : (i * 7 + rng() % 64) % (2 * kFamily);
+    const uint64_t id =
+        rng() % 2 == 0 ? rng() % (2 * kFamily) : (i * 7 + rng() % 64) % (2 * kFamily);
     const std::string key = Key(id);
     const unsigned op = rng() % 100;
     if (op < 35) {

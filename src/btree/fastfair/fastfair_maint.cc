@@ -121,7 +121,9 @@ Status FastFairTree::verify_node(Node* n, uint64_t o, uint64_t* keys) const {
   const std::string where = "node at offset " + std::to_string(o);
   View v;
   ReadNode(n, slots_, &v);
-  if (!Canonical(n, slots_, v)) return Status::Corruption(where + ": not canonical (count/sentinel)");
+  if (!Canonical(n, slots_, v)) {
+    return Status::Corruption(where + ": not canonical (count/sentinel)");
+  }
   if (VersionLock::Held(n->version, gen_) || (n->seq & 1)) {
     return Status::Corruption(where + ": locked");
   }
