@@ -27,7 +27,7 @@ uint64_t Mask(size_t n) { return n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1
 // need the whole keys).
 uint64_t Prefix(std::string_view key) {
   uint64_t w = 0;
-  std::memcpy(&w, key.data(), std::min<size_t>(key.size(), 8));
+  if (!key.empty()) std::memcpy(&w, key.data(), std::min<size_t>(key.size(), 8));
   return __builtin_bswap64(w);
 }
 
@@ -203,7 +203,7 @@ Status FPTreeVar::write(Op op, std::string_view key, std::string_view value) {
   }
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
   uint64_t v = 0;
-  std::memcpy(&v, value.data(), value.size());
+  if (!value.empty()) std::memcpy(&v, value.data(), value.size());  // data() may be null
   for (;;) {
     Status s;
     {
