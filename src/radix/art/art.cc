@@ -24,6 +24,22 @@ namespace {
 constexpr uint32_t kGen = VersionLock::kResetGeneration;
 constexpr int kEndSlot = 256;  // Rebuilt's `skip` for the end leaf
 Node* AsNode(Ref r) { return reinterpret_cast<Node*>(r); }
+
+// Stores a Node4's or Node16's key bytes (edited in `keys`) as the words readers load
+// atomically (art_nodes.h).
+void StoreKeyBytes(Node* n, const uint8_t* keys) {
+  if (n->type == NodeType::k4) {
+    uint32_t w;
+    std::memcpy(&w, keys, 4);
+    pm::Store(static_cast<Node4*>(n)->key_word, w);
+  } else {
+    uint64_t w[2];
+    std::memcpy(w, keys, 16);
+    pm::Store(static_cast<Node16*>(n)->key_words[0], w[0]);
+    pm::Store(static_cast<Node16*>(n)->key_words[1], w[1]);
+  }
+}
+
 }  // namespace
 
 Art::Art() { traits_ = Registration().traits; }
@@ -347,16 +363,7 @@ void Art::InsertChild(Node* n, uint8_t b, Ref child) {
       }
       keys[i] = b;
       pm::StoreRelease(slots[i], child);
-      if (n->type == NodeType::k4) {
-        uint32_t w;
-        std::memcpy(&w, keys, 4);
-        pm::Store(static_cast<Node4*>(n)->key_word, w);
-      } else {
-        uint64_t w[2];
-        std::memcpy(w, keys, 16);
-        pm::Store(static_cast<Node16*>(n)->key_words[0], w[0]);
-        pm::Store(static_cast<Node16*>(n)->key_words[1], w[1]);
-      }
+      StoreKeyBytes(n, keys);
       break;
     }
     case NodeType::k48: {
@@ -402,16 +409,7 @@ void Art::RemoveChild(Node* n, uint8_t b) {
       }
       keys[count - 1] = 0;
       pm::Store(slots[count - 1], Ref{0});
-      if (n->type == NodeType::k4) {
-        uint32_t w;
-        std::memcpy(&w, keys, 4);
-        pm::Store(static_cast<Node4*>(n)->key_word, w);
-      } else {
-        uint64_t w[2];
-        std::memcpy(w, keys, 16);
-        pm::Store(static_cast<Node16*>(n)->key_words[0], w[0]);
-        pm::Store(static_cast<Node16*>(n)->key_words[1], w[1]);
-      }
+      StoreKeyBytes(n, keys);
       break;
     }
     case NodeType::k48: {
