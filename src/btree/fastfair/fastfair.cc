@@ -12,6 +12,7 @@
 
 #include "pm/alloc.h"
 #include "pm/mutant.h"
+#include "pm/params.h"
 #include "pm/seqlock.h"
 
 namespace pmindex::btree::fastfair {
@@ -49,15 +50,10 @@ FastFairTree::FastFairTree(std::unique_ptr<Pool> pool, size_t node_bytes)
       slots_(SlotsFor(node_bytes)) {}
 
 Result<size_t> FastFairTree::NodeBytes(std::string_view params) {
-  const std::string text(params.data(), strnlen(params.data(), params.size()));
-  const size_t at = text.find("node_bytes=");
-  if (at == std::string::npos) return size_t{512};
-  const unsigned long n = std::strtoul(text.c_str() + at + 11, nullptr, 10);
-  if (n != 512 && n != 256) {
-    return Status::InvalidArgument("fastfair: node_bytes must be 512 or 256 (index parameters '" +
-                                   text + "')");
-  }
-  return size_t{n};
+  Result<std::string_view> n = pm::ParamChoice("fastfair", params, "node_bytes", {"512", "256"},
+                                               "512");
+  if (!n.ok()) return n.status();
+  return size_t{*n == "256" ? 256u : 512u};
 }
 
 Result<std::unique_ptr<Index>> FastFairTree::Attach(std::unique_ptr<Pool> pool, bool fresh) {
