@@ -54,6 +54,7 @@
 
 #include "btree/hybrid/inner_tree.h"
 #include "btree/hybrid/leaf_common.h"
+#include "btree/hybrid/variant.h"
 #include "pm/alloc.h"
 #include "pm/persist.h"
 #include "pm/rw_lock.h"
@@ -129,7 +130,12 @@ class HybridTree final : public Index {
       return Status::Corruption(pool->path() + ": root area is not a " +
                                 std::string(Layout::kName) + " tree");
     }
-    std::unique_ptr<Index> tree(new HybridTree(std::move(pool)));
+    // Every layout's variants (variant.h), by what each layout supports; a layout declares
+    // its own with `static constexpr HybridVariantSupport kVariants`.
+    Result<HybridVariant> variant =
+        ParseHybridVariant(Layout::kName, pool->index_params(), LayoutVariants());
+    if (!variant.ok()) return variant.status();
+    std::unique_ptr<Index> tree(new HybridTree(std::move(pool), *variant));
     if (fresh) {
       if (Status s = static_cast<HybridTree*>(tree.get())->recover(); !s.ok()) return s;
     }
@@ -211,8 +217,9 @@ class HybridTree final : public Index {
   }
 
  private:
-  explicit HybridTree(std::unique_ptr<Pool> pool)
-      : pool_(std::move(pool)),
+  HybridTree(std::unique_ptr<Pool> pool, const HybridVariant& variant)
+      : variant_(variant),
+        pool_(std::move(pool)),
         pc_(&pool_->persist_context()),
         base_(pool_->base()),
         root_(reinterpret_cast<BTreeRoot*>(pool_->root_area())) {}
@@ -261,6 +268,15 @@ class HybridTree final : public Index {
     }
   }
 
+  static constexpr HybridVariantSupport LayoutVariants() {
+    if constexpr (requires { Layout::kVariants; }) {
+      return Layout::kVariants;
+    } else {
+      return HybridVariantSupport{};
+    }
+  }
+
+  const HybridVariant variant_;  // the pool's variant (variant.h)
   std::unique_ptr<Pool> pool_;
   pm::PersistContext* pc_;  // the pool's persistence seam
   char* base_;
