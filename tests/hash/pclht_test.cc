@@ -149,6 +149,20 @@ TEST(PclhtTest, GroupedBucketsLockstepWithModelThroughResizes) {
 
 // Keys 0 (kept in the root area's slot: 0 marks empty bucket slots) and UINT64_MAX through
 // every operation, and across a reopen.
+// Parameters are checked, not guessed: a misspelt variant or a size the table cannot have is
+// refused with the reason, and nothing is created.
+TEST(PclhtTest, MalformedParametersAreRefused) {
+  TempDir dir;
+  for (const char* bad : {" flush=coalesced", " unlock=yes", " bucket_bytes=128",
+                          " initial_buckets=3", " initial_buckets=x"}) {
+    Options o = PoolOptions();
+    o.index_params = PclhtIndex::Params(1) + bad;
+    auto r = CreateIndex("pclht", dir.file("bad"), o);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();
+  }
+}
+
 TEST(PclhtTest, KeysZeroAndMax) {
   TempDir dir;
   auto index = CreateIndex("pclht", dir.file("pool"), PoolOptions()).value();

@@ -1,12 +1,12 @@
 // CCEH's maintenance: creation and attach, recovery (rolls an interrupted split forward),
 // verify, the block visitor, stats, the full iteration, and the registration.
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 
 #include "hash/cceh/cceh.h"
 #include "hash/common/traits.h"
 #include "pm/alloc.h"
+#include "pm/params.h"
 #include "pm/version_lock.h"
 
 namespace pmindex::hash::cceh {
@@ -17,17 +17,6 @@ namespace {
 uint64_t Load(const uint64_t& w) { return __atomic_load_n(&w, __ATOMIC_RELAXED); }
 uint64_t LoadAcquire(const uint64_t& w) { return __atomic_load_n(&w, __ATOMIC_ACQUIRE); }
 void StoreRelease(uint64_t& w, uint64_t v) { __atomic_store_n(&w, v, __ATOMIC_RELEASE); }
-
-// The number after "name=" in params; `fallback` if absent; false if malformed.
-bool ParamValue(std::string_view params, std::string_view name, uint32_t fallback,
-                uint32_t* out) {
-  *out = fallback;
-  const size_t at = params.find(name);
-  if (at == std::string_view::npos) return true;
-  const char* first = params.data() + at + name.size();
-  const char* last = params.data() + params.size();
-  return std::from_chars(first, last, *out).ec == std::errc();
-}
 
 Status CheckGeometry(const Geometry& g) {
   if (g.segment_bytes % 64 != 0 || g.segment_bytes < 256 || g.segment_bytes > 65536)
@@ -40,9 +29,14 @@ Status CheckGeometry(const Geometry& g) {
 
 Result<Geometry> ParseGeometry(std::string_view params) {
   Geometry g;
-  if (!ParamValue(params, "segment_bytes=", g.segment_bytes, &g.segment_bytes) ||
-      !ParamValue(params, "probe=", g.probe, &g.probe))
-    return Status::InvalidArgument("cceh: malformed index parameters \"" + std::string(params) + "\"");
+  Result<uint64_t> bytes = pm::ParamUint("cceh", params, "segment_bytes", g.segment_bytes);
+  if (!bytes.ok()) return bytes.status();
+  Result<uint64_t> probe = pm::ParamUint("cceh", params, "probe", g.probe);
+  if (!probe.ok()) return probe.status();
+  if (*bytes > 65536 || *probe > 65536)
+    return Status::InvalidArgument("cceh: segment_bytes and probe must be at most 65536");
+  g.segment_bytes = static_cast<uint32_t>(*bytes);
+  g.probe = static_cast<uint32_t>(*probe);
   if (Status s = CheckGeometry(g); !s.ok()) return s;
   return g;
 }

@@ -10,6 +10,7 @@
 
 #include "hash/common/traits.h"
 #include "pm/alloc.h"
+#include "pm/params.h"
 #include "pm/seqlock.h"
 #include "pm/version_lock.h"
 
@@ -42,6 +43,10 @@ LevelHash::LevelHash(std::unique_ptr<Pool> pool)
 LevelHash::~LevelHash() { close().IgnoreError(); }
 
 Result<std::unique_ptr<Index>> LevelHash::Attach(std::unique_ptr<Pool> pool, bool fresh) {
+  if (Result<uint64_t> bits = pm::ParamUint("levelhash", pool->index_params(), "initial_top_bits",
+                                            2);
+      !bits.ok())
+    return bits.status();
   auto* root = reinterpret_cast<LevelRoot*>(pool->root_area());
   const uint64_t kind = static_cast<uint32_t>(kLevelHashKind);
   // A pool without the magic is new only if nothing was ever carved (creation allocates

@@ -10,6 +10,7 @@
 #include "hash/levelhash/levelhash.h"
 #include "pm/alloc.h"
 #include "pm/mutant.h"
+#include "pm/params.h"
 #include "pm/seqlock.h"
 
 namespace pmindex::hash::levelhash {
@@ -20,15 +21,12 @@ uint64_t LevelBytes(uint64_t bits) { return (uint64_t{1} << bits) * sizeof(Bucke
 
 }  // namespace
 
-// "initial_top_bits=N" in the pool's index parameters (the registration's default: 2).
+// "initial_top_bits=N" in the pool's index parameters (the registration's default: 2),
+// clamped to [1, 24]; a value that is not a number counts as absent (Attach has refused it).
 uint64_t LevelHash::InitialBits() const {
-  const std::string_view params = pool_->index_params();
-  const std::string_view name = "initial_top_bits=";
-  const size_t at = params.find(name);
-  if (at == std::string_view::npos) return 2;
-  const std::string digits(params.substr(at + name.size()));
-  const uint64_t n = std::strtoull(digits.c_str(), nullptr, 10);
-  return n < 1 ? 1 : n > 24 ? 24 : n;
+  Result<uint64_t> n = pm::ParamUint("levelhash", pool_->index_params(), "initial_top_bits", 2);
+  if (!n.ok()) return 2;
+  return *n < 1 ? 1 : *n > 24 ? 24 : *n;
 }
 
 // The current table, checked against the pool: Corruption for offsets outside it or sizes

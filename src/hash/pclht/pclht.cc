@@ -10,6 +10,7 @@
 #include "pm/alloc.h"
 #include "pm/mix64.h"
 #include "pm/mutant.h"
+#include "pm/params.h"
 
 namespace pmindex::hash::pclht {
 
@@ -31,25 +32,34 @@ std::string PclhtIndex::Params(uint64_t initial_buckets) {
 }
 
 namespace {
-// log2 of "initial_buckets=N" in the pool's parameters; the default if absent or invalid.
-uint32_t InitialLog2(std::string_view params) {
-  const std::string text(params.data(), strnlen(params.data(), params.size()));
-  const size_t at = text.find("initial_buckets=");
-  if (at == std::string::npos) return kDefaultInitialLog2;
-  unsigned long long n = 0;
-  if (std::sscanf(text.c_str() + at, "initial_buckets=%llu", &n) != 1) return kDefaultInitialLog2;
-  if (n == 0 || n > (1u << 20) || (n & (n - 1)) != 0) return kDefaultInitialLog2;
-  return static_cast<uint32_t>(__builtin_ctzll(n));
+// log2 of "initial_buckets=N" in the pool's parameters (a power of two up to 2^20); the
+// default if absent.
+Result<uint32_t> InitialLog2(std::string_view params) {
+  Result<uint64_t> n = pm::ParamUint("pclht", params, "initial_buckets",
+                                     uint64_t{1} << kDefaultInitialLog2);
+  if (!n.ok()) return n.status();
+  if (*n == 0 || *n > (1u << 20) || (*n & (*n - 1)) != 0)
+    return Status::InvalidArgument("pclht: initial_buckets must be a power of two up to 2^20");
+  return static_cast<uint32_t>(__builtin_ctzll(*n));
 }
 }  // namespace
 
-// The variants named in the pool's parameters (see pclht.h).
-PclhtIndex::Variant PclhtIndex::ParseVariant(std::string_view params) {
-  const std::string text(params.data(), strnlen(params.data(), params.size()));
+// The variants named in the pool's parameters (see pclht.h; doc/pclht.md "Variants").
+Result<PclhtIndex::Variant> PclhtIndex::ParseVariant(std::string_view params) {
+  Result<std::string_view> flush = pm::ParamChoice("pclht", params, "flush", {"each", "coalesce"},
+                                                   "each");
+  Result<std::string_view> unlock = pm::ParamChoice("pclht", params, "unlock", {"keep", "flush"},
+                                                    "keep");
+  Result<uint64_t> bucket_bytes = pm::ParamUint("pclht", params, "bucket_bytes", 64);
+  if (!flush.ok()) return flush.status();
+  if (!unlock.ok()) return unlock.status();
+  if (!bucket_bytes.ok()) return bucket_bytes.status();
+  if (*bucket_bytes != 64 && *bucket_bytes != 256)
+    return Status::InvalidArgument("pclht: bucket_bytes must be 64 or 256");
   Variant v;
-  v.coalesce_flush = text.find("flush=coalesce") != std::string::npos;
-  v.flush_unlock = text.find("unlock=flush") != std::string::npos;
-  v.group = text.find("bucket_bytes=256") != std::string::npos ? 4 : 1;
+  v.coalesce_flush = *flush == "coalesce";
+  v.flush_unlock = *unlock == "flush";
+  v.group = *bucket_bytes == 256 ? 4 : 1;
   return v;
 }
 
@@ -63,6 +73,10 @@ PclhtIndex::PclhtIndex(std::unique_ptr<Pool> pool, uint32_t initial_log2, Varian
       variant_(variant) {}
 
 Result<std::unique_ptr<Index>> PclhtIndex::Attach(std::unique_ptr<Pool> pool, bool fresh) {
+  Result<uint32_t> log2 = InitialLog2(pool->index_params());
+  if (!log2.ok()) return log2.status();
+  Result<Variant> variant = ParseVariant(pool->index_params());
+  if (!variant.ok()) return variant.status();
   auto* root = reinterpret_cast<PclhtRoot*>(pool->root_area());
   const uint64_t kind = static_cast<uint32_t>(kPclhtKind);
   // A pool without the magic is new only if nothing was ever carved (doc/format.md).
@@ -78,9 +92,7 @@ Result<std::unique_ptr<Index>> PclhtIndex::Attach(std::unique_ptr<Pool> pool, bo
   } else if (root->magic != kPclhtMagic || root->kind != kind) {
     return Status::Corruption(pool->path() + ": root area is not a pclht index");
   }
-  const uint32_t log2 = InitialLog2(pool->index_params());
-  const Variant variant = ParseVariant(pool->index_params());
-  return std::unique_ptr<Index>(new PclhtIndex(std::move(pool), log2, variant));
+  return std::unique_ptr<Index>(new PclhtIndex(std::move(pool), *log2, *variant));
 }
 
 Status PclhtIndex::close() {

@@ -91,7 +91,7 @@ class PclhtIndex final : public Index, private pm::Reclaimer {
     bool flush_unlock = false;
     uint64_t group = 1;  // buckets per table entry
   };
-  static Variant ParseVariant(std::string_view params);
+  static Result<Variant> ParseVariant(std::string_view params);
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
   ~PclhtIndex() override { close().IgnoreError(); }
 
