@@ -20,7 +20,9 @@
 // back); after it, the chain holds the new leaves, durable since step 1. Removing an empty
 // leaf is the same with zero new leaves (the predecessor's next skips it), merging two
 // underfull neighbours the same with one new leaf for two old ones. So a split costs 2
-// fences including the insert that caused it, and recovery has no split to finish.
+// fences including the insert that caused it, and recovery has no split to finish. (RNTree's
+// pool variant split=native splits in place with an undo copy instead: split_native and the
+// layout's SplitInPlace / RollBackSplit.)
 //
 // Space reuse: a remove that leaves a leaf at most half full merges it with its right
 // neighbour when both fit three quarters of a leaf, which frees a leaf block; a full log is

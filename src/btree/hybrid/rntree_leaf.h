@@ -51,7 +51,9 @@
 // Thread safety: natively concurrent. Writers claim log entries lock-free; the log entry's
 // persist and the slot-line update run under the leaf lock (the paper persists log entries
 // outside it, in parallel: here the lock's compare-and-swap would then follow the persist
-// and wait for its write-back, see Write). RNTree readers wait while
+// and wait for its write-back, see Write; the pool variant log_persist=parallel runs the
+// paper's order, and split=native the paper's split in place: VariantWrite, SplitInPlace,
+// doc/btree.md "RNTree as its paper built it"). RNTree readers wait while
 // a leaf is locked and retry if its version moved (every slot change bumps it). RNTree+DS
 // readers use the transient line (a seqlock guards the 64-byte copy, standing in for the
 // paper's HTM snapshot), which a writer updates only after the persistent line is durable:
@@ -509,9 +511,9 @@ struct RNTreeLayout {
   template <bool kParallel, bool kNative>
   static WriteResult WriteT(pm::PersistContext& pc, const char* base, Leaf* l, Op op,
                             uint64_t key, uint64_t value) {
-    uint64_t stamp;
-    size_t p;
-    bool present;
+    uint64_t stamp = 0;  // set by SearchFirst (initialised: GCC cannot see it through it)
+    size_t p = 0;
+    bool present = false;
     if (!SearchFirst<kNative>(base, l, key, &stamp, &p, &present)) return {Outcome::kRetry};
     if (op == Op::kInsert && present) return {Outcome::kExists};
     if ((op == Op::kUpdate || op == Op::kRemove) && !present) return {Outcome::kNotFound};
