@@ -551,7 +551,7 @@ struct RNTreeLayout {
   // leaf (it is not marked obsolete) and moves the upper half of its range to a new right
   // neighbour, so a writer routed here before the split must check (the B-link test).
   static bool Covers(const char* base, const Leaf* l, uint64_t key) {
-    const uint64_t next = Load(l->next);
+    const uint64_t next = LoadAcquire(l->next);  // a leaf published by a release of next
     return next == 0 || key < Load(reinterpret_cast<const Leaf*>(base + next)->low_key);
   }
   // Gives up claim e (if any) under the lock: it stays unnamed, garbage.
@@ -614,7 +614,7 @@ struct RNTreeLayout {
     StoreWhole(&l->line[0], s, 1);
     if constexpr (kDual) StoreWhole(&l->transient, s, 1);
     Store(l->cur, 0u);
-    Store(l->next, ro);
+    StoreRelease(l->next, ro);  // r was built above (Covers reads it)
     pc.flush(l, offsetof(Leaf, transient));
     pc.flush(l->log, left * sizeof(Entry));
     if (!pm::mutant("rntree.native_split_commit_unfenced")) pc.fence();  // r and l durable
