@@ -158,7 +158,7 @@ TEST(RNTreeVariantCrashTest, CampaignAtEveryFence) {
                                      {"rntree-ds", "log_persist=parallel split=native"}};
   for (const Variant& v : runs) {
     crashtest::CampaignOptions o = Campaign(v.index, v.params, 200);
-    if (Sanitized()) o.points = 40;  // a seeded sample: the plain build takes every fence
+    if (Sanitized()) o.points = 15;  // a seeded sample: the plain build takes every fence
     o.torn = true;
     o.torn_images = 2;
     crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
@@ -175,7 +175,7 @@ TEST(RNTreeVariantCrashTest, CampaignAtEveryFence) {
 TEST(RNTreeVariantCrashTest, NativeSplitsScenarioSample) {
   crashtest::CampaignOptions o = Campaign("rntree", "split=native", 0);
   o.scenario = "split-sibling-early";
-  o.points = Sanitized() ? 10 : 60;
+  o.points = Sanitized() ? 4 : 60;
   crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
   ASSERT_TRUE(r.error.ok()) << r.error.ToString();
   EXPECT_TRUE(r.failures.empty()) << crashtest::FormatResult(r);
