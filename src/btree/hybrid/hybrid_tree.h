@@ -20,7 +20,9 @@
 // back); after it, the chain holds the new leaves, durable since step 1. Removing an empty
 // leaf is the same with zero new leaves (the predecessor's next skips it), merging two
 // underfull neighbours the same with one new leaf for two old ones. So a split costs 2
-// fences including the insert that caused it, and recovery has no split to finish.
+// fences including the insert that caused it, and recovery has no split to finish. (RNTree's
+// pool variant split=native splits in place with an undo copy instead: split_native and the
+// layout's SplitInPlace / RollBackSplit.)
 //
 // Space reuse: a remove that leaves a leaf at most half full merges it with its right
 // neighbour when both fit three quarters of a leaf, which frees a leaf block; a full log is
@@ -248,6 +250,11 @@ class HybridTree final : public Index {
   Status create_first_leaf();
   // Called with `leaf` locked and full. False: retry (leaf unlocked). True: *out is final.
   bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  // split=native (RNTree): the layout's split in place of locked `leaf`, whose log is full
+  // and every claim resolved. False: split, retry the operation. True: *out is final (no
+  // room for the split: replace() served).
+  bool split_native(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  static constexpr bool kHasVariantWrite = requires { &Layout::VariantWrite; };
   void try_unlink_empty(Leaf* leaf);
   // Replaces `leaf` and its right neighbour by one leaf when together they fill at most
   // kMergeUpTo entries (best effort: gives up on any contended lock).
@@ -331,7 +338,14 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
       if (Status s = create_first_leaf(); !s.ok()) return s;
       continue;
     }
-    const WriteResult r = Layout::Write(*pc_, leaf, op, k, v);
+    WriteResult r;
+    if constexpr (kHasVariantWrite) {  // RNTree's log_persist / split variants
+      r = variant_.parallel_log_persist || variant_.native_split
+              ? Layout::VariantWrite(*pc_, base_, leaf, op, k, v, variant_)
+              : Layout::Write(*pc_, leaf, op, k, v);
+    } else {
+      r = Layout::Write(*pc_, leaf, op, k, v);
+    }
     switch (r.outcome) {
       case Outcome::kDone:
         if (r.now_empty) {
@@ -348,6 +362,12 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
         continue;
       case Outcome::kFull: {
         Status s;
+        if constexpr (kHasVariantWrite) {  // split=native: more than half live splits in place
+          if (variant_.native_split && Layout::LiveCount(leaf) > kCap / 2) {
+            if (split_native(leaf, op, k, v, &s)) return s;
+            continue;
+          }
+        }
         if (replace(leaf, op, k, v, &s)) return s;
         continue;
       }
@@ -543,6 +563,33 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
 }
 
 template <typename Layout>
+bool HybridTree<Layout>::split_native(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
+  if constexpr (kHasVariantWrite) {
+    uint64_t blocks[2];  // the undo copy, the right leaf
+    if (!pool_->allocator().allocate_bulk(sizeof(Leaf), 2, blocks).ok()) {
+      return replace(leaf, op, k, v, out);  // no room: compact as the default does
+    }
+    Entry buf[kCap];
+    const size_t n = Layout::CollectSorted(leaf, 0, buf);
+    const size_t left = n / 2;
+    const uint64_t succ = Load(leaf->next);
+    Leaf* right = at(blocks[1]);
+    // The persistent steps and their crash argument: the layout's SplitInPlace.
+    Layout::SplitInPlace(*pc_, leaf, blocks[0], at(blocks[0]), blocks[1], right, buf, n, left);
+    uint32_t idx;
+    InnerTree::Node* parent = inner_.lock_parent(Load(leaf->low_key), leaf, true, &idx);
+    set_prev(right, leaf);
+    if (succ != 0) set_prev(at(succ), right);
+    InnerTree::insert_child_after(parent, idx, buf[left].key, right);
+    InnerTree::unlock(parent);  // routes to `right` before the leaf's version moves
+    Layout::SplitFinish(leaf, left);
+    pool_->allocator().free(blocks[0]);  // the undo copy: unreachable, read by no one
+  }
+  (void)op, (void)k, (void)v, (void)out;
+  return false;
+}
+
+template <typename Layout>
 void HybridTree<Layout>::ensure_reserve() {
   if (reserve_.load(std::memory_order_relaxed) != 0) return;
   Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
@@ -653,6 +700,13 @@ Status HybridTree<Layout>::recover() {
     }
     if (leaves.size() >= max_leaves) return Status::Corruption("leaf chain has a cycle");
     Leaf* leaf = at(o);
+    if constexpr (kHasVariantWrite) {  // a native split the crash interrupted rolls back
+      if (variant_.native_split) {
+        if (Status s = Layout::RollBackSplit(*pc_, base_, size, leaf); !s.ok()) {
+          return s.WithContext("leaf at offset " + std::to_string(o));
+        }
+      }
+    }
     if (Status s = Layout::Recover(*pc_, leaf); !s.ok()) {
       return s.WithContext("leaf at offset " + std::to_string(o));
     }

@@ -15,11 +15,13 @@
 //            off  8  low_key    u64  persistent  lower bound of the key range (immutable)
 //            off 16  version    u64  volatile    lock / version word (leaf_common.h)
 //            off 24  nlogs      u32  volatile    log entries claimed (CAS, outside the lock)
-//            off 28  spare      u32  volatile    0 (unused)
+//            off 28  plogs      u32  volatile    claims resolved (split=native only, see below)
 //            off 32  prev       u64  volatile    DRAM pointer to the left neighbour (hint)
 //            off 40  cur        u32  volatile    which slot line is the truth (0/1)
 //            off 44  ds_seq     u32  volatile    seqlock of the transient slot line (DS)
-//            off 48  pad        16 B
+//            off 48  undo       u64  persistent  split=native: pool offset of the undo copy of
+//                                                this leaf while it is split in place, else 0
+//            off 56  pad        8 B
 //   line 1   off 64  line[0]    SlotLine  persistent
 //   line 2   off128  line[1]    SlotLine  persistent
 //   line 3   off192  transient  SlotLine  volatile: RNTree+DS readers' copy, never flushed
@@ -49,7 +51,9 @@
 // Thread safety: natively concurrent. Writers claim log entries lock-free; the log entry's
 // persist and the slot-line update run under the leaf lock (the paper persists log entries
 // outside it, in parallel: here the lock's compare-and-swap would then follow the persist
-// and wait for its write-back, see Write). RNTree readers wait while
+// and wait for its write-back, see Write; the pool variant log_persist=parallel runs the
+// paper's order, and split=native the paper's split in place: VariantWrite, SplitInPlace,
+// doc/btree.md "RNTree as its paper built it"). RNTree readers wait while
 // a leaf is locked and retry if its version moved (every slot change bumps it). RNTree+DS
 // readers use the transient line (a seqlock guards the 64-byte copy, standing in for the
 // paper's HTM snapshot), which a writer updates only after the persistent line is durable:
@@ -66,9 +70,11 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "btree/hybrid/leaf_common.h"
+#include "btree/hybrid/variant.h"
 #include "pm/crc32c.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
@@ -94,11 +100,12 @@ struct RNTreeLeaf {
   uint64_t low_key;
   uint64_t version;
   uint32_t nlogs;
-  uint32_t spare;
+  uint32_t plogs;
   uint64_t prev;
   uint32_t cur;
   uint32_t ds_seq;
-  uint64_t pad[2];
+  uint64_t undo;
+  uint64_t pad;
   RNSlotLine line[2];
   RNSlotLine transient;
   Entry log[kCapacity];
@@ -106,6 +113,7 @@ struct RNTreeLeaf {
 static_assert(sizeof(RNTreeLeaf) == 1184);
 static_assert(offsetof(RNTreeLeaf, version) == 16 && offsetof(RNTreeLeaf, nlogs) == 24);
 static_assert(offsetof(RNTreeLeaf, cur) == 40 && offsetof(RNTreeLeaf, line) == 64);
+static_assert(offsetof(RNTreeLeaf, plogs) == 28 && offsetof(RNTreeLeaf, undo) == 48);
 static_assert(offsetof(RNTreeLeaf, transient) == 192 && offsetof(RNTreeLeaf, log) == 256);
 
 template <bool kDual>
@@ -123,7 +131,16 @@ struct RNTreeLayout {
             {"rntree.single_slot_line",
              "the slot line is rewritten in place (a torn line loses the state)"},
             {"rntree.skip_slot_persist",
-             "the new slot line is not persisted before the write returns"}};
+             "the new slot line is not persisted before the write returns"},
+            {"rntree.parallel_commit_before_entry_persist",
+             "log_persist=parallel: the slot line commits before the log entry is persisted",
+             "", "RNTreeVariantCrashTest.ParallelCommitBeforeEntryPersistIsCaught"},
+            {"rntree.native_split_skip_undo_persist",
+             "split=native: the undo copy of the leaf is not flushed before the leaf names it",
+             "", "RNTreeVariantCrashTest.NativeSplitSkipUndoPersistIsCaught"},
+            {"rntree.native_split_commit_unfenced",
+             "split=native: the undo word is cleared before the rewritten leaves are durable",
+             "", "RNTreeVariantCrashTest.NativeSplitCommitUnfencedIsCaught"}};
   }
   static constexpr const char* kDescription =
       kDual ? "RNTree leaves with the dual (transient) slot array for readers"
@@ -207,11 +224,12 @@ struct RNTreeLayout {
     l->low_key = low_key;
     l->version = 0;
     l->nlogs = static_cast<uint32_t>(n);
-    l->spare = 0;
+    l->plogs = static_cast<uint32_t>(n);  // Init's entries are resolved claims
     l->prev = 0;
     l->cur = 0;
     l->ds_seq = 0;
-    std::memset(l->pad, 0, sizeof(l->pad));
+    l->undo = 0;
+    l->pad = 0;
     RNSlotLine s{};
     s.count = static_cast<uint8_t>(n);
     for (size_t i = 0; i < n; ++i) s.slot[i] = static_cast<uint8_t>(i);
@@ -312,6 +330,9 @@ struct RNTreeLayout {
   // and the memmove call: unaligned loads of base (shifted one byte for an insert or
   // removal: the byte beside the line is read, never used), byte masks from the tables
   // above, the CRC over the words in registers, then 8 stores.
+  // kAfterSplit (split=native, RNTree+DS): a native split may still hold the seqlock odd
+  // after it released the leaf lock (SplitFinish); wait for it before taking the seqlock.
+  template <bool kAfterSplit = false>
   [[gnu::always_inline]] static void CommitSlots(pm::PersistContext& pc, Leaf* l,
                                                  const RNSlotLine* base, Edit edit, size_t p,
                                                  int e, size_t m) {
@@ -353,6 +374,9 @@ struct RNTreeLayout {
     }
     Store(l->cur, target);
     if constexpr (kDual) {  // readers see it only now that it is durable
+      if constexpr (kAfterSplit) {
+        while (LoadAcquire(l->ds_seq) & 1) CpuRelax();
+      }
       const uint32_t s = Load(l->ds_seq);  // atomic: validating readers RMW it (TSan)
       pm::WriterBegin(&l->ds_seq, s + 1);
       StoreLine(&l->transient, w0, w1, w2, w3, w4, w5, w6, w7);
@@ -443,6 +467,197 @@ struct RNTreeLayout {
     return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
   }
 
+  // ---- Variants (variant.h; doc/btree.md, "RNTree as its paper built it") ----------------
+  static constexpr HybridVariantSupport kVariants{.parallel_log_persist = true,
+                                                  .native_split = true};
+
+  // The write of a pool with log_persist=parallel and/or split=native (a default pool runs
+  // Write above). `base`: the pool's base (split=native reads the right neighbour's low key).
+  static WriteResult VariantWrite(pm::PersistContext& pc, const char* base, Leaf* l, Op op,
+                                  uint64_t key, uint64_t value, const HybridVariant& v) {
+    if (v.parallel_log_persist) {
+      return v.native_split ? WriteT<true, true>(pc, base, l, op, key, value)
+                            : WriteT<true, false>(pc, base, l, op, key, value);
+    }
+    return WriteT<false, true>(pc, base, l, op, key, value);
+  }
+
+  // Write's optimistic search (a conditional write bound to fail claims nothing). False: the
+  // leaf was replaced, or (kNative) a native split moved key to the right neighbour since
+  // the caller found the leaf: its answer would be the wrong leaf's.
+  template <bool kNative>
+  [[gnu::always_inline]] static bool SearchFirst(const char* base, Leaf* l, uint64_t key,
+                                                 uint64_t* stamp, size_t* p, bool* present) {
+    for (;;) {
+      uint64_t v;
+      if (!VersionLock::ReadBegin(&l->version, kGen, &v, kReadersWaitForWriters)) return false;
+      const RNSlotLine& line = *ReadLine(l, v, stamp);
+      *present = Search(l, line, Count(line), key, p);
+      const bool covers = !kNative || Covers(base, l, key);
+      if (!covers) return false;  // checked under the lock again: no validation needed
+      if (LineStable(l, *stamp) &&
+          VersionLock::ReadValidate(&l->version, v, kReadersWaitForWriters)) {
+        return true;
+      }
+    }
+  }
+
+  // kParallel (log_persist=parallel, the paper's Algorithm 1): log[e] is written and
+  // persisted before the leaf lock, so writers of one leaf flush their entries at once; the
+  // lock covers only the slot-line commit. Crash argument: log[e] is durable before any slot
+  // line names it, as in Write. kNative (split=native): every claim is resolved under the
+  // lock (plogs + 1: committed or abandoned), so a split in place waits for no writer; a
+  // writer whose key a native split moved to the new right neighbour retries from the root.
+  template <bool kParallel, bool kNative>
+  static WriteResult WriteT(pm::PersistContext& pc, const char* base, Leaf* l, Op op,
+                            uint64_t key, uint64_t value) {
+    uint64_t stamp = 0;  // set by SearchFirst (initialised: GCC cannot see it through it)
+    size_t p = 0;
+    bool present = false;
+    if (!SearchFirst<kNative>(base, l, key, &stamp, &p, &present)) return {Outcome::kRetry};
+    if (op == Op::kInsert && present) return {Outcome::kExists};
+    if ((op == Op::kUpdate || op == Op::kRemove) && !present) return {Outcome::kNotFound};
+    constexpr const char* kLate = "rntree.parallel_commit_before_entry_persist";
+    int e = -1;
+    if (op != Op::kRemove) {
+      e = Claim(l);
+      if (e < 0) return LogFull<kNative>(base, l, key);
+      Store(l->log[e].key, key);
+      Store(l->log[e].value, value);
+      if (kParallel && !pm::mutant(kLate)) pc.persist(&l->log[e], sizeof(Entry));
+    }
+    uint64_t held;  // a replaced leaf: log[e] is in a dead leaf, the operation restarts
+    if (!VersionLock::LockInline(&l->version, kGen, &held)) return {Outcome::kRetry};
+    if (!kParallel && op != Op::kRemove) pc.persist(&l->log[e], sizeof(Entry));
+    if (kNative && !Covers(base, l, key)) return Abandon<kNative>(l, held, e, Outcome::kRetry);
+    const RNSlotLine* line = &l->line[l->cur];
+    if (LockedStamp(l) != stamp) {  // slots changed since the search: search again
+      present = Search(l, *line, line->count, key, &p);
+      if ((op == Op::kInsert && present) ||
+          ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
+        return Abandon<kNative>(l, held, e, present ? Outcome::kExists : Outcome::kNotFound);
+      }
+    }
+    const size_t n = line->count;
+    const Edit edit = op == Op::kRemove ? Edit::kRemove : present ? Edit::kSet : Edit::kInsert;
+    const size_t m = op == Op::kRemove ? n - 1 : present ? n : n + 1;
+    CommitSlots<kNative && kDual>(pc, l, line, edit, p, e, m);
+    if (kParallel && e >= 0 && pm::mutant(kLate)) pc.persist(&l->log[e], sizeof(Entry));
+    if (kNative && e >= 0) Store(l->plogs, Load(l->plogs) + 1);
+    VersionLock::Release(&l->version, held, !kDual);
+    return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
+  }
+  // split=native, leaf locked: true if `key` is still this leaf's. A native split keeps the
+  // leaf (it is not marked obsolete) and moves the upper half of its range to a new right
+  // neighbour, so a writer routed here before the split must check (the B-link test).
+  static bool Covers(const char* base, const Leaf* l, uint64_t key) {
+    const uint64_t next = LoadAcquire(l->next);  // a leaf published by a release of next
+    return next == 0 || key < Load(reinterpret_cast<const Leaf*>(base + next)->low_key);
+  }
+  // Gives up claim e (if any) under the lock: it stays unnamed, garbage.
+  template <bool kNative>
+  static WriteResult Abandon(Leaf* l, uint64_t held, int e, Outcome o) {
+    if (kNative && e >= 0) Store(l->plogs, Load(l->plogs) + 1);
+    VersionLock::Release(&l->version, held, false);
+    return {o};
+  }
+  // The log is full. split=cow: lock the leaf and hand it to the tree (kFull) to replace.
+  // split=native: the split rewrites this leaf in place, which no writer may still write
+  // into, so only a full log with every claim resolved is handed over; otherwise the writer
+  // retries from the root (Algorithm 1, line 5), as do those that find the split done.
+  // (The tree applies the pending operation to the leaf when it compacts it: the key must
+  // still be the leaf's.)
+  template <bool kNative>
+  static WriteResult LogFull(const char* base, Leaf* l, uint64_t key) {
+    if (!VersionLock::Lock(&l->version, kGen)) return {Outcome::kRetry};
+    if (!kNative || (Covers(base, l, key) && Load(l->nlogs) == kCapacity &&
+                     Load(l->plogs) == kCapacity)) {
+      return {Outcome::kFull};
+    }
+    VersionLock::Unlock(&l->version, kGen, false);
+    std::this_thread::yield();  // a writer holding a claim may be descheduled
+    return {Outcome::kRetry};
+  }
+
+  // split=native: the paper's logged split (Algorithm 3), called with the leaf locked, its
+  // log full and every claim resolved; e[0..n) its live entries, [0, left) stay. 4 fences:
+  //   1. the leaf's image copied into the undo block u (pool offset uo), persisted;
+  //   2. the leaf's undo word names u, persisted: from here a crash rolls back (RollBackSplit);
+  //   3. the right leaf r (pool offset ro) built from e[left..n), its next the leaf's next;
+  //      the leaf rewritten in place: e[0..left) at log[0..left), both slot lines the
+  //      identity, next = ro; both persisted;
+  //   4. the undo word cleared, persisted: the commit point.
+  // Crash argument: before 4 is durable the undo word names a durable copy of the old leaf
+  // and recovery restores it (next: the old one, so r is unreachable and the rebuild frees
+  // r and u); after it the leaf and r are durable (3) and u is unreachable. RNTree+DS: the
+  // seqlock stays odd from 3 until SplitFinish, after the version bump.
+  static void SplitInPlace(pm::PersistContext& pc, Leaf* l, uint64_t uo, Leaf* u, uint64_t ro,
+                           Leaf* r, const Entry* e, size_t n, size_t left) {
+    const uint64_t* from = reinterpret_cast<const uint64_t*>(l);
+    uint64_t* to = reinterpret_cast<uint64_t*>(u);
+    for (size_t i = 0; i < sizeof(Leaf) / 8; ++i) to[i] = Load(from[i]);  // racy: atomics
+    u->undo = 0;
+    if (!pm::mutant("rntree.native_split_skip_undo_persist")) pc.flush(u, sizeof(Leaf));
+    pc.fence();  // the copy is durable before the leaf names it
+    Store(l->undo, uo);
+    pc.persist(&l->undo, 8);  // from here on a crash restores the copy
+    Init(pc, r, e[left].key, Load(l->next), e + left, n - left);  // unreachable until 3
+    if constexpr (kDual) pm::WriterBegin(&l->ds_seq, Load(l->ds_seq) + 1);
+    for (size_t i = 0; i < left; ++i) {
+      Store(l->log[i].key, e[i].key);
+      Store(l->log[i].value, e[i].value);
+    }
+    RNSlotLine s{};
+    s.count = static_cast<uint8_t>(left);
+    for (size_t i = 0; i < left; ++i) s.slot[i] = static_cast<uint8_t>(i);
+    StoreWhole(&l->line[1], s, 0);  // both lines valid; line 0 is newer
+    StoreWhole(&l->line[0], s, 1);
+    if constexpr (kDual) StoreWhole(&l->transient, s, 1);
+    Store(l->cur, 0u);
+    StoreRelease(l->next, ro);  // r was built above (Covers reads it)
+    pc.flush(l, offsetof(Leaf, transient));
+    pc.flush(l->log, left * sizeof(Entry));
+    if (!pm::mutant("rntree.native_split_commit_unfenced")) pc.fence();  // r and l durable
+    Store(l->undo, uint64_t{0});
+    pc.persist(&l->undo, 8);  // commit point of the native split
+  }
+  // Slot line s with sequence seq and its CRC, stored word by word (readers may read it).
+  static void StoreWhole(RNSlotLine* line, RNSlotLine s, uint8_t seq) {
+    s.seq = seq;
+    s.crc = Crc(s);
+    uint64_t w[8];
+    std::memcpy(w, &s, sizeof(s));
+    StoreLine(line, w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]);
+  }
+  // After SplitInPlace and the parent's update: claims open again, the leaf unlocks with a
+  // version bump (readers that began before the split fail), then RNTree+DS readers may read.
+  static void SplitFinish(Leaf* l, size_t left) {
+    Store(l->plogs, static_cast<uint32_t>(left));
+    Store(l->nlogs, static_cast<uint32_t>(left));
+    VersionLock::Unlock(&l->version, kGen, true);
+    if constexpr (kDual) StoreRelease(l->ds_seq, Load(l->ds_seq) + 1);
+  }
+  // Recovery of a native split the crash interrupted (undo word set): the copy goes back
+  // into the leaf, persisted, before the undo word is cleared (a crash meanwhile restores
+  // it again). Never allocates; the rebuild frees the copy and the unreachable right leaf.
+  static Status RollBackSplit(pm::PersistContext& pc, char* base, uint64_t size, Leaf* l) {
+    const uint64_t o = l->undo;
+    if (o == 0) return Status::OK();
+    if (o % 64 != 0 || o < 4096 || o + sizeof(Leaf) > size) {
+      return Status::Corruption("undo copy offset " + std::to_string(o) + " outside the pool");
+    }
+    const char* u = base + o;
+    char* d = reinterpret_cast<char*>(l);
+    std::memcpy(d, u, offsetof(Leaf, undo));  // all but the undo word
+    std::memcpy(d + offsetof(Leaf, pad), u + offsetof(Leaf, pad),
+                sizeof(Leaf) - offsetof(Leaf, pad));
+    pc.flush(l, sizeof(Leaf));
+    pc.fence();  // the old leaf is durable before the undo word goes
+    l->undo = 0;
+    pc.persist(&l->undo, 8);
+    return Status::OK();
+  }
+
   static Status Recover(pm::PersistContext& pc, Leaf* l) {
     const bool v0 = Valid(l->line[0]), v1 = Valid(l->line[1]);
     if (!v0 && !v1) return Status::Corruption("both slot lines fail their checksum");
@@ -450,14 +665,14 @@ struct RNTreeLayout {
     if (v0 && v1 && static_cast<uint8_t>(l->line[1].seq - l->line[0].seq) == 1) c = 1;
     l->cur = c;
     l->prev = 0;
-    l->spare = 0;
     l->ds_seq = 0;
     l->transient = l->line[c];
     uint32_t nlogs = 0;
     for (size_t p = 0; p < l->line[c].count && p < kCapacity; ++p) {
       nlogs = std::max<uint32_t>(nlogs, l->line[c].slot[p] + 1u);
     }
-    l->nlogs = nlogs;
+    l->nlogs = nlogs;  // entries past the slot array's are garbage: claimable again
+    l->plogs = nlogs;
     return Verify(l);
   }
 
@@ -467,6 +682,7 @@ struct RNTreeLayout {
     const RNSlotLine& s = l->line[c];
     if (!Valid(s)) return Status::Corruption("current slot line fails its checksum");
     if (s.count > kCapacity) return Status::Corruption("slot count " + std::to_string(s.count));
+    if (l->undo != 0) return Status::Corruption("a native split's undo copy is still named");
     uint64_t seen = 0;
     for (size_t p = 0; p < s.count; ++p) {
       const uint8_t i = s.slot[p];
