@@ -176,11 +176,13 @@ TEST(NVTreeBasicCrashTest, ScenariosAtEveryFence) {
 TEST(NVTreeBasicCrashTest, MutantsAreCaught) {
   PMINDEX_REQUIRE_MUTANTS();
   if (Sanitized()) GTEST_SKIP() << "the mutant sweep runs in the plain build";
-  const std::string mutant = "nvtree.basic_skip_entry_persist";
+  ASSERT_TRUE(pm::set_mutant("nvtree.basic_skip_entry_persist"));
+  const std::string mutant = pm::selected_mutant();
   crashtest::CampaignOptions o = Campaign("count-vs-entries");
   o.torn = false;
   o.mutant = mutant;
   crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
+  pm::set_mutant("");
   ASSERT_TRUE(r.error.ok()) << r.error.ToString();
   EXPECT_FALSE(r.failures.empty()) << mutant << " was not caught\n" << crashtest::FormatResult(r);
   if (!r.failures.empty()) {
