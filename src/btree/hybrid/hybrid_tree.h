@@ -224,7 +224,12 @@ class HybridTree final : public Index {
         pool_(std::move(pool)),
         pc_(&pool_->persist_context()),
         base_(pool_->base()),
-        root_(reinterpret_cast<BTreeRoot*>(pool_->root_area())) {}
+        root_(reinterpret_cast<BTreeRoot*>(pool_->root_area())) {
+    // inner=pm (variant.h, inner_tree.h): nodes are blocks of the pool, rebuilt by recover().
+    if (variant_.pm_inner) {
+      inner_.place_in_pool(&pool_->allocator(), pc_, base_, pool_->size());
+    }
+  }
 
   Leaf* at(uint64_t off) const { return reinterpret_cast<Leaf*>(base_ + off); }
   uint64_t off(const Leaf* l) const { return static_cast<uint64_t>(reinterpret_cast<const char*>(l) - base_); }
@@ -275,12 +280,15 @@ class HybridTree final : public Index {
     }
   }
 
+  // writes=basic (variant.h): insert, update and upsert append without looking for the key
+  // (Layout::WriteBlind), so each is an upsert; remove still finds the key (NotFound).
+  bool blind(Op op) const { return variant_.basic_writes && op != Op::kRemove; }
+
   static constexpr HybridVariantSupport LayoutVariants() {
-    if constexpr (requires { Layout::kVariants; }) {
-      return Layout::kVariants;
-    } else {
-      return HybridVariantSupport{};
-    }
+    HybridVariantSupport can{};
+    if constexpr (requires { Layout::kVariants; }) can = Layout::kVariants;
+    can.pm_inner = true;  // inner=pm is the tree's, not a layout's: every layout takes it
+    return can;
   }
 
   const HybridVariant variant_;  // the pool's variant (variant.h)
@@ -334,7 +342,7 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
     }
     Leaf* leaf = locate(k);
     if (leaf == nullptr) {
-      if (op == Op::kUpdate || op == Op::kRemove) return Status::NotFound();
+      if ((op == Op::kUpdate && !blind(op)) || op == Op::kRemove) return Status::NotFound();
       if (Status s = create_first_leaf(); !s.ok()) return s;
       continue;
     }
@@ -343,6 +351,8 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
       r = variant_.parallel_log_persist || variant_.native_split
               ? Layout::VariantWrite(*pc_, base_, leaf, op, k, v, variant_)
               : Layout::Write(*pc_, leaf, op, k, v);
+    } else if constexpr (requires { Layout::WriteBlind; }) {
+      r = blind(op) ? Layout::WriteBlind(*pc_, leaf, k, v) : Layout::Write(*pc_, leaf, op, k, v);
     } else {
       r = Layout::Write(*pc_, leaf, op, k, v);
     }
@@ -488,6 +498,7 @@ template <typename Layout>
 bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
   Entry buf[kCap + 1];
   size_t n = Layout::CollectSorted(leaf, 0, buf);
+  if (blind(op)) op = Op::kUpsert;  // writes=basic: insert and update are upserts
   // Apply the pending operation to the sorted live entries.
   Entry* pos = std::lower_bound(buf, buf + n, k,
                                 [](const Entry& e, uint64_t key) { return e.key < key; });
@@ -551,8 +562,8 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   set_prev(a, pred);
   if (b != nullptr) set_prev(b, a);
   if (succ != 0) set_prev(at(succ), b != nullptr ? b : a);
-  InnerTree::replace_child(parent, idx, a);
-  if (b != nullptr) InnerTree::insert_child_after(parent, idx, Load(b->low_key), b);
+  inner_.replace_child(parent, idx, a);
+  if (b != nullptr) inner_.insert_child_after(parent, idx, Load(b->low_key), b);
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
@@ -621,7 +632,7 @@ void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
   StoreRelease(pred->next, succ);
   pc_->persist(&pred->next, 8);  // commit: before, an empty leaf is linked (a valid state)
   if (succ != 0) set_prev(at(succ), pred);
-  InnerTree::remove_child(parent, idx);
+  inner_.remove_child(parent, idx);
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   VersionLock::Unlock(&pred->version, kGen, false);
@@ -677,8 +688,8 @@ void HybridTree<Layout>::try_merge(Leaf* leaf) {
   pc_->persist(link, 8);  // commit point of the merge
   set_prev(merged, pred);
   if (after != 0) set_prev(at(after), merged);
-  InnerTree::replace_child(parent, idx, merged);
-  InnerTree::remove_child(parent, idx + 1);
+  inner_.replace_child(parent, idx, merged);
+  inner_.remove_child(parent, idx + 1);
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&right->version, kGen);
   VersionLock::MarkObsolete(&leaf->version, kGen);
@@ -721,6 +732,11 @@ Status HybridTree<Layout>::recover() {
     leaves.emplace_back(low, leaf);
     o = leaf->next;
   }
+  // inner=pm: build allocates its nodes before the allocator rebuild. With the free state
+  // still empty, allocate() only carves chunks the table marks free, so no reachable block
+  // is handed out; visit_blocks reports the new nodes, so the rebuild keeps them and frees
+  // the previous run's (never named by a persistent word: unreachable). A pool with no free
+  // chunk gets DRAM nodes.
   inner_.build(leaves);
   return Status::OK();
 }
@@ -730,7 +746,7 @@ Status HybridTree<Layout>::visit_blocks(BlockVisitor& visitor) {
   for (uint64_t o = root_->head; o != 0; o = at(o)->next) {
     if (Status s = visitor.visit(o); !s.ok()) return s;
   }
-  return Status::OK();
+  return inner_.visit_pool_nodes(visitor);  // inner=pm: this run's nodes (inner_tree.h)
 }
 
 template <typename Layout>
@@ -789,9 +805,11 @@ IndexStats HybridTree<Layout>::stats() {
     ++leaves;
     st.keys += Layout::CollectSorted(at(o), 0, buf);
   }
-  st.pm_bytes = leaves * leaf_bytes;
+  const uint64_t pm_inner = inner_.pool_node_count();
+  st.pm_bytes = leaves * leaf_bytes + pm_inner * sizeof(InnerTree::Node);
   st.dram_bytes = inner_.dram_bytes();
   st.nodes = {{"leaves", leaves}, {"inner", inner_.node_count()}, {"height", inner_.height()}};
+  if (variant_.pm_inner) st.nodes.emplace_back("inner_in_pm", pm_inner);
   return st;
 }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <new>
 #include <string>
 
 #include "btree/hybrid/leaf_common.h"
+#include "pm/mutant.h"
 
 namespace pmindex::btree {
 namespace {
@@ -20,19 +22,66 @@ inline bool Upgrade(InnerTree::Node* n, uint64_t v) {
 }  // namespace
 
 InnerTree::Node* InnerTree::new_node(uint32_t level) {
-  Node* n = new Node;
+  Node* n = nullptr;
+  if (alloc_ != nullptr) {
+    // inner=pm. Its content is persisted before anything names it (the callers' persist_range).
+    Result<uint64_t> block = alloc_->allocate(sizeof(Node));
+    if (block.ok()) n = new (base_ + *block) Node;
+  }
+  if (n == nullptr) n = new Node;  // DRAM, or a full pool (see the header)
   n->level = level;
   for (auto& k : n->keys) k.store(kNoKey, kRelaxed);  // invariant 1: no keys yet
+  for (auto& c : n->children) c.store(nullptr, kRelaxed);
   std::lock_guard<std::mutex> lock(nodes_mu_);
   nodes_.push_back(n);
   return n;
 }
 
-void InnerTree::clear() {
+void InnerTree::clear(bool free_pool_nodes) {
   std::lock_guard<std::mutex> lock(nodes_mu_);
-  for (Node* n : nodes_) delete n;
+  for (Node* n : nodes_) {
+    if (!in_pool(n)) {
+      delete n;
+    } else if (free_pool_nodes) {
+      alloc_->free(static_cast<uint64_t>(reinterpret_cast<char*>(n) - base_));
+    }
+  }
   nodes_.clear();
   root_.store(nullptr);
+}
+
+void InnerTree::place_in_pool(pm::Allocator* alloc, pm::PersistContext* pc, char* base,
+                              uint64_t size) {
+  assert(nodes_.empty() && "nodes are placed before the first is made");
+  alloc_ = alloc;
+  pc_ = pc;
+  base_ = base;
+  pool_size_ = size;
+}
+
+Status InnerTree::visit_pool_nodes(BlockVisitor& visitor) const {
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  for (const Node* n : nodes_) {
+    if (!in_pool(n)) continue;
+    const uint64_t off = static_cast<uint64_t>(reinterpret_cast<const char*>(n) - base_);
+    if (Status s = visitor.visit(off); !s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+uint64_t InnerTree::pool_node_count() const {
+  if (base_ == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  return static_cast<uint64_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [&](const Node* n) { return in_pool(n); }));
+}
+
+void InnerTree::persist_range(const Node* n, uint32_t from, uint32_t to) {
+  if (!in_pool(n)) return;
+  pc_->flush(n, 64);  // line 0: count (and the volatile version word beside it)
+  if (to > from) pc_->flush(&n->keys[from], (to - from) * sizeof(n->keys[0]));
+  pc_->flush(&n->children[from], (to - from + 1) * sizeof(n->children[0]));
+  pc_->fence();
 }
 
 void InnerTree::insert_at(Node* n, uint32_t pos, uint64_t key, void* right_child) {
@@ -44,6 +93,7 @@ void InnerTree::insert_at(Node* n, uint32_t pos, uint64_t key, void* right_child
   n->keys[pos].store(key, kRelaxed);
   n->children[pos + 1].store(right_child, std::memory_order_release);
   n->count.store(count + 1, kRelaxed);
+  persist_range(n, pos, count + 1);  // inner=pm: the shifted keys and children
 }
 
 void InnerTree::split(Node* parent, Node* n) {
@@ -57,6 +107,9 @@ void InnerTree::split(Node* parent, Node* n) {
     right->children[i].store(n->children[mid + 1 + i].load(kRelaxed));
   }
   right->count.store(rcount);
+  // inner=pm: the new node is durable before its parent (or the root) names it. (The
+  // mutant is registered by nvtree, whose tests run inner=pm; it acts in every layout.)
+  if (!pm::mutant("nvtree.pm_inner_skip_node_persist")) persist_range(right, 0, rcount);
   if (parent != nullptr) {
     insert_at(parent, ChildIndex(parent, sep), sep, right);
   } else {
@@ -65,10 +118,16 @@ void InnerTree::split(Node* parent, Node* n) {
     root->children[0].store(n);
     root->children[1].store(right);
     root->count.store(1);
+    persist_range(root, 0, 1);
     root_.store(root, std::memory_order_release);  // while n is locked: invariant 3
   }
   n->count.store(mid, kRelaxed);
   for (uint32_t i = mid; i < count; ++i) n->keys[i].store(kNoKey, kRelaxed);  // invariant 1
+  if (in_pool(n)) {  // the count and the cleared keys (children past the count are not read)
+    pc_->flush(n, 64);
+    pc_->flush(&n->keys[mid], (count - mid) * sizeof(n->keys[0]));
+    pc_->fence();
+  }
 }
 
 InnerTree::Node* InnerTree::lock_parent(uint64_t low_key, const void* leaf, bool need_room,
@@ -118,6 +177,7 @@ restart:
 
 void InnerTree::replace_child(Node* n, uint32_t index, void* leaf) {
   n->children[index].store(leaf, std::memory_order_release);
+  if (in_pool(n)) pc_->persist(&n->children[index], sizeof(n->children[0]));
 }
 
 void InnerTree::insert_child_after(Node* n, uint32_t index, uint64_t low_key, void* leaf) {
@@ -133,6 +193,7 @@ void InnerTree::remove_child(Node* n, uint32_t index) {
   }
   n->keys[count - 1].store(kNoKey, kRelaxed);  // invariant 1
   n->count.store(count - 1, kRelaxed);
+  persist_range(n, index - 1, count);  // inner=pm: the shifted keys and children
 }
 
 void InnerTree::init_single(void* leaf) {
@@ -140,11 +201,12 @@ void InnerTree::init_single(void* leaf) {
   Node* n = new_node(1);
   n->children[0].store(leaf);
   n->count.store(0);
+  persist_range(n, 0, 0);  // inner=pm: durable before the root names it
   root_.store(n, std::memory_order_release);
 }
 
 void InnerTree::build(const std::vector<std::pair<uint64_t, void*>>& leaves) {
-  clear();
+  clear(/*free_pool_nodes=*/true);
   if (leaves.empty()) return;
   // Leave a quarter of each node free so the first splits after recovery stay local.
   constexpr uint32_t kFill = (kMaxKeys + 1) * 3 / 4;
@@ -160,6 +222,7 @@ void InnerTree::build(const std::vector<std::pair<uint64_t, void*>>& leaves) {
         if (j > 0) node->keys[j - 1].store(level[i + j].first, kRelaxed);
       }
       node->count.store(static_cast<uint32_t>(n - 1), kRelaxed);
+      persist_range(node, 0, static_cast<uint32_t>(n - 1));  // inner=pm
       up.emplace_back(level[i].first, node);
     }
     if (up.size() == 1) {

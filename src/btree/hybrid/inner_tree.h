@@ -6,6 +6,17 @@
 // persistent low_key (leaves never change their low key; see hybrid_tree.h), so recovery
 // rebuilds these nodes from the leaf chain alone.
 //
+// Placement (the tree's variant inner=pm, variant.h): by default nodes live in DRAM. After
+// place_in_pool they are blocks of the pool's allocator instead (a node's 2048 bytes are one
+// block of that size class), so a traversal reads them from PM, and every edit persists the
+// lines it changed (flush + fence), as an all-PM B+tree's inner update does: a new node is
+// persisted before a parent or the root names it, a shifted range of keys and children
+// before the edit returns. The leaf chain stays the only source of truth: no persistent word
+// names these nodes, so after a crash or a close they are unreachable; recovery builds new
+// ones from the leaf chain (build, before the allocator rebuild, which then keeps exactly the
+// blocks visit_pool_nodes reports and frees the previous run's). A node the allocator cannot
+// give (a full pool) falls back to DRAM, so an inner split never fails.
+//
 // Thread safety: find_leaf is lock-free for readers (they never write shared memory: a
 // version word per node, validated after reading). Writers lock the one node they change
 // (lock_parent) and split full nodes eagerly on the way down, so a parent always has room.
@@ -29,6 +40,9 @@
 #include <vector>
 
 #include "btree/hybrid/leaf_common.h"
+#include "pm/alloc.h"
+#include "pm/persist.h"
+#include "pmindex/block_visitor.h"
 #include "pmindex/status.h"
 
 namespace pmindex::btree {
@@ -75,32 +89,52 @@ class InnerTree {
   // need_room the node has room for one more child (full nodes on the way are split).
   Node* lock_parent(uint64_t low_key, const void* leaf, bool need_room, uint32_t* index);
   static void unlock(Node* n) { VersionLock::Unlock(&n->version, kGen); }
-  // Edits of a locked level-1 node.
-  static void replace_child(Node* n, uint32_t index, void* leaf);
-  static void insert_child_after(Node* n, uint32_t index, uint64_t low_key, void* leaf);
-  static void remove_child(Node* n, uint32_t index);  // index > 0
+  // Edits of a locked level-1 node (persisted when the node lies in the pool).
+  void replace_child(Node* n, uint32_t index, void* leaf);
+  void insert_child_after(Node* n, uint32_t index, uint64_t low_key, void* leaf);
+  void remove_child(Node* n, uint32_t index);  // index > 0
+
+  // inner=pm: nodes created from now on are blocks of `alloc` in the pool mapped at `base`
+  // (`size` bytes), persisted through `pc`. Before any node exists.
+  void place_in_pool(pm::Allocator* alloc, pm::PersistContext* pc, char* base, uint64_t size);
+  // Reports the pool blocks of the nodes (the allocator rebuild keeps them). Quiescent only.
+  Status visit_pool_nodes(BlockVisitor& visitor) const;
+  uint64_t pool_node_count() const;
 
   // The first leaf of a new tree (caller serializes; tree must be empty).
   void init_single(void* leaf);
   // Bulk load from the leaves in key order with their low keys (recovery). Quiescent only.
   void build(const std::vector<std::pair<uint64_t, void*>>& leaves);
-  void clear();
+  // Forgets every node: DRAM nodes are deleted, pool nodes left to the next allocator
+  // rebuild (a close), or freed with free_pool_nodes (a rebuild of a live tree).
+  void clear(bool free_pool_nodes = false);
 
   // Checks invariants 1 and 2 and that the leaves, left to right, are `leaves` with low keys
   // as given. Quiescent only.
   Status verify(const std::vector<std::pair<uint64_t, void*>>& leaves) const;
 
   uint64_t node_count() const;
-  uint64_t dram_bytes() const { return node_count() * sizeof(Node); }
+  uint64_t dram_bytes() const { return (node_count() - pool_node_count()) * sizeof(Node); }
   uint32_t height() const;
 
  private:
   Node* new_node(uint32_t level);
   // Splits locked `n` (parent locked too, with room, or n is the root).
   void split(Node* parent, Node* n);
-  static void insert_at(Node* n, uint32_t pos, uint64_t key, void* right_child);
+  void insert_at(Node* n, uint32_t pos, uint64_t key, void* right_child);
+  bool in_pool(const Node* n) const {
+    return base_ != nullptr && reinterpret_cast<const char*>(n) >= base_ &&
+           reinterpret_cast<const char*>(n) < base_ + pool_size_;
+  }
+  // A pool node: flushes its first line (count) and keys[from, to) with children[from, to]
+  // (to <= kMaxKeys), then fences. A DRAM node: nothing.
+  void persist_range(const Node* n, uint32_t from, uint32_t to);
 
   std::atomic<Node*> root_{nullptr};
+  pm::Allocator* alloc_ = nullptr;  // inner=pm: the pool's allocator, else nullptr
+  pm::PersistContext* pc_ = nullptr;
+  char* base_ = nullptr;
+  uint64_t pool_size_ = 0;
   mutable std::mutex nodes_mu_;  // guards nodes_ (node creation is rare)
   std::vector<Node*> nodes_;
 };

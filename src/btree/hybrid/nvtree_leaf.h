@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "btree/hybrid/leaf_common.h"
+#include "btree/hybrid/variant.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
@@ -79,7 +80,13 @@ struct NVTreeLayout {
   // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
   static std::vector<MutantInfo> Mutants() {
     return {{"nvtree.skip_entry_persist",
-             "the appended entry is not flushed before `count` covers it"}};
+             "the appended entry is not flushed before `count` covers it"},
+            {"nvtree.basic_skip_entry_persist",
+             "writes=basic: the blindly appended entry is not flushed before `count` covers it",
+             "", "NVTreeBasicCrashTest.MutantsAreCaught"},
+            {"nvtree.pm_inner_skip_node_persist",
+             "inner=pm: a new inner node is linked into its parent before it is persisted", "",
+             "PmInnerPersistTest.MutantIsCaught"}};
   }
   static constexpr const char* kDescription =
       "NV-Tree leaves (append-only log + 8-byte count) under DRAM inner nodes";
@@ -88,6 +95,33 @@ struct NVTreeLayout {
   static constexpr uint32_t kLayoutVersion = 2;  // 2: volatile words moved to line 0
   static constexpr bool kConcurrent = false;
   static constexpr bool kReadersWaitForWriters = true;
+  static constexpr HybridVariantSupport kVariants{.basic_writes = true};
+
+  // `live` of a leaf written by writes=basic, which does not know whether a key is new.
+  static constexpr uint64_t kLiveUnknown = UINT64_MAX;
+  static uint32_t LiveHint(const Leaf* l) {
+    return l->live == kLiveUnknown ? kCapacity : static_cast<uint32_t>(l->live);
+  }
+
+  // Appends entry j = count (a removal when `tomb`) and commits it: the entry and its
+  // tombstone bit are durable before count = j + 1 covers them (one fence), then count is
+  // persisted. The caller holds the lock and has checked that the log has room.
+  [[gnu::always_inline]] static void Append(pm::PersistContext& pc, Leaf* l, uint64_t key,
+                                            uint64_t value, bool tomb_it, const char* mutant) {
+    const uint64_t j = l->count;
+    l->entries[j] = Entry{key, value};
+    if (!pm::mutant(mutant)) pc.flush(&l->entries[j], sizeof(Entry));
+    // Bit j may be stale from an append a crash cut short: always write it for this entry.
+    const uint64_t bit = uint64_t{1} << j;
+    const uint64_t tomb = tomb_it ? l->tombstones | bit : l->tombstones & ~bit;
+    if (tomb != l->tombstones) {
+      l->tombstones = tomb;
+      pc.flush(&l->tombstones, 8);
+    }
+    pc.fence();       // entry durable before the count covers it
+    l->count = j + 1;  // commit
+    pc.persist(&l->count, 8);
+  }
 
   // Newest entry for `key` below count: its index, or -1.
   static int Newest(const Leaf* l, uint64_t key) {
@@ -163,26 +197,35 @@ struct NVTreeLayout {
       return {Outcome::kNotFound};
     }
     if (l->count == kCapacity) return {Outcome::kFull};
-    const uint64_t j = l->count;
-    l->entries[j] = Entry{key, op == Op::kRemove ? 0 : value};
-    if (!pm::mutant("nvtree.skip_entry_persist")) pc.flush(&l->entries[j], sizeof(Entry));
-    // Bit j may be stale from an append a crash cut short: always write it for this entry.
-    const uint64_t bit = uint64_t{1} << j;
-    const uint64_t tomb = op == Op::kRemove ? l->tombstones | bit : l->tombstones & ~bit;
-    if (tomb != l->tombstones) {
-      l->tombstones = tomb;
-      pc.flush(&l->tombstones, 8);
-    }
-    pc.fence();                  // entry durable before the count covers it
-    l->count = j + 1;             // commit
-    pc.persist(&l->count, 8);
-    if (op == Op::kRemove) {
-      --l->live;
-    } else if (!present) {
-      ++l->live;
+    Append(pc, l, key, op == Op::kRemove ? 0 : value, op == Op::kRemove,
+           "nvtree.skip_entry_persist");
+    if (l->live != kLiveUnknown) {
+      if (op == Op::kRemove) {
+        --l->live;
+      } else if (!present) {
+        ++l->live;
+      }
     }
     VersionLock::Release(&l->version, held, true);
-    return {Outcome::kDone, l->live == 0, static_cast<uint32_t>(l->live)};
+    return {Outcome::kDone, l->live == 0, LiveHint(l)};
+  }
+
+  // writes=basic (variant.h): NV-Tree's basic variant, without conditional write. An insert,
+  // update or upsert appends its entry without scanning the log for the key (the newest
+  // entry wins on lookup, as in every NV-Tree log), so all three are upserts: insert of a
+  // present key overwrites it, update of an absent key adds it. Without the scan the leaf
+  // cannot know whether the key is new: `live` becomes kLiveUnknown until recovery (or a
+  // compaction) counts it again, and the tree neither merges nor unlinks such a leaf.
+  // Crash argument: the same append and count commit as Write.
+  [[gnu::always_inline]] static WriteResult WriteBlind(pm::PersistContext& pc, Leaf* l,
+                                                      uint64_t key, uint64_t value) {
+    uint64_t held;
+    if (!VersionLock::Lock(&l->version, kGen, &held)) return {Outcome::kRetry};
+    if (l->count == kCapacity) return {Outcome::kFull};
+    Append(pc, l, key, value, false, "nvtree.basic_skip_entry_persist");
+    l->live = kLiveUnknown;
+    VersionLock::Release(&l->version, held, true);
+    return {Outcome::kDone, false, kCapacity};
   }
 
   // Resets volatile fields and checks the commit word.
@@ -197,7 +240,9 @@ struct NVTreeLayout {
   static Status Verify(const Leaf* l) {
     if (l->count > kCapacity) return Status::Corruption("count " + std::to_string(l->count));
     Entry buf[kCapacity];
-    if (CollectSorted(l, 0, buf) != l->live) return Status::Corruption("live count is stale");
+    if (l->live != kLiveUnknown && CollectSorted(l, 0, buf) != l->live) {
+      return Status::Corruption("live count is stale");
+    }
     return Status::OK();
   }
 };
