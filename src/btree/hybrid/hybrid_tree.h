@@ -591,7 +591,7 @@ bool HybridTree<Layout>::split_native(Leaf* leaf, Op op, uint64_t k, uint64_t v,
     InnerTree::Node* parent = inner_.lock_parent(Load(leaf->low_key), leaf, true, &idx);
     set_prev(right, leaf);
     if (succ != 0) set_prev(at(succ), right);
-    InnerTree::insert_child_after(parent, idx, buf[left].key, right);
+    inner_.insert_child_after(parent, idx, buf[left].key, right);
     InnerTree::unlock(parent);  // routes to `right` before the leaf's version moves
     Layout::SplitFinish(leaf, left);
     pool_->allocator().free(blocks[0]);  // the undo copy: unreachable, read by no one
