@@ -26,9 +26,14 @@
 // Crash argument: the bitmap is the only commit and is one 8-byte store; kv[j] and fp[j] are
 // durable before bit j is set, and a set bit's slot is never written.
 //
-// Thread safety: natively concurrent as in the paper's "selective concurrency": a writer
-// holds the leaf lock through its persists; optimistic readers wait while a leaf is locked
-// and retry when its version moved (which is what makes FPTree collapse under skew).
+// Thread safety: natively concurrent. A writer holds the leaf lock through its persists, as
+// in the paper's "selective concurrency". Readers, by default, wait while a leaf is locked
+// and retry when its version moved (which is what makes FPTree collapse under skew): not the
+// paper's reader, whose hardware transaction aborts on a locked leaf and re-traverses from
+// the root; readers=retraverse does that (hybrid_tree.h, read_begin).
+//
+// Variants (variant.h): readers=retraverse, and split=native, the paper's split with its
+// micro-log (below), in place of the hybrid trees' shared copy-on-write split.
 #ifndef PMINDEX_BTREE_FPTREE_LEAF_H_
 #define PMINDEX_BTREE_FPTREE_LEAF_H_
 

@@ -781,6 +781,11 @@ Status HybridTree<Layout>::verify() {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
   std::unique_lock<pm::RwLock> lock(rw_, std::defer_lock);
   if constexpr (!kConcurrent) lock.lock();
+  if constexpr (kMicroLogSplit) {
+    if (variant_.native_split && (split_log()->current != 0 || split_log()->new_leaf != 0)) {
+      return Status::Corruption("split log names a split, but none is in flight");
+    }
+  }
   std::vector<std::pair<uint64_t, void*>> leaves;
   const uint64_t max_leaves = pool_->size() / sizeof(Leaf) + 1;
   Entry buf[kCap];
