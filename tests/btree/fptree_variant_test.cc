@@ -295,6 +295,7 @@ TEST(FPTreeVariantCrashTest, CampaignAtEveryFenceTornToo) {
     ASSERT_TRUE(r.error.ok()) << r.error.ToString();
     EXPECT_TRUE(r.failures.empty()) << crashtest::FormatResult(r);
     std::printf("%s: %s\n", params, crashtest::FormatResult(r).c_str());
+    std::fflush(stdout);  // before the kill campaign forks
     if (std::string(params) == "fptree split=native") {
       o.cycles = 4;
       r = crashtest::RunKillCampaign(o);

@@ -258,9 +258,10 @@ struct FPTreeLayout {
   // block unreachable: the allocator's rebuild frees it) and finishes after it (step 4 made
   // the new leaf whole before the old one gave its half away), then resets the log.
 
-  // True if `key` is still this leaf's (a native split may have moved it right).
+  // True if `key` is still this leaf's (a native split may have moved it right). The
+  // acquire pairs with step 6's release: the new leaf's low key is then visible.
   static bool InRange(const Leaf* l, uint64_t key, const char* base) {
-    const uint64_t nx = Load(l->next);
+    const uint64_t nx = LoadAcquire(l->next);
     return nx == 0 || key < Load(reinterpret_cast<const Leaf*>(base + nx)->low_key);
   }
 
