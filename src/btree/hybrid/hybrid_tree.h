@@ -21,6 +21,9 @@
 // leaf is the same with zero new leaves (the predecessor's next skips it), merging two
 // underfull neighbours the same with one new leaf for two old ones. So a split costs 2
 // fences including the insert that caused it, and recovery has no split to finish.
+// (FPTree's split=native variant splits in place under its micro-log instead: native_split,
+// recover_split and fptree_leaf.h; its readers=retraverse readers restart from the root on a
+// locked leaf: read_begin.)
 //
 // Space reuse: a remove that leaves a leaf at most half full merges it with its right
 // neighbour when both fit three quarters of a leaf, which frees a leaf block; a full log is
