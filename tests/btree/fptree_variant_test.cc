@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -267,6 +268,29 @@ TEST(FPTreeVariantTest, CrashAtEveryFenceOfANativeSplitLeaksNothing) {
       ASSERT_TRUE(copy->verify().ok());
     }
   }
+}
+
+// A split log naming a leaf outside the pool (a damaged root area) is refused as Corruption,
+// not followed. The root area starts at pool offset 1024, the log 1024 bytes into it.
+TEST(FPTreeVariantTest, DamagedSplitLogIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("p.pool");
+  {
+    auto index = Create(path, "fptree split=native", 16ull << 20);
+    ASSERT_NE(index, nullptr);
+    ASSERT_TRUE(index->insert(IntKey(1), IntValue(2)).ok());
+  }
+  {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    const uint64_t log[2] = {uint64_t{1} << 40, 4096 + 64};
+    ASSERT_EQ(std::fseek(f, 1024 + FPTreeLayout::kSplitLogOffset, SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(log, 8, 2, f), 2u);
+    std::fclose(f);
+  }
+  auto r = OpenIndex(path, BTreeOptions(), "fptree");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
 }
 
 // ---- crash campaign with the variant parameters ---------------------------------------
