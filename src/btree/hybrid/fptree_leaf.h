@@ -26,9 +26,14 @@
 // Crash argument: the bitmap is the only commit and is one 8-byte store; kv[j] and fp[j] are
 // durable before bit j is set, and a set bit's slot is never written.
 //
-// Thread safety: natively concurrent as in the paper's "selective concurrency": a writer
-// holds the leaf lock through its persists; optimistic readers wait while a leaf is locked
-// and retry when its version moved (which is what makes FPTree collapse under skew).
+// Thread safety: natively concurrent. A writer holds the leaf lock through its persists, as
+// in the paper's "selective concurrency". Readers, by default, wait while a leaf is locked
+// and retry when its version moved (which is what makes FPTree collapse under skew): not the
+// paper's reader, whose hardware transaction aborts on a locked leaf and re-traverses from
+// the root; readers=retraverse does that (hybrid_tree.h, read_begin).
+//
+// Variants (variant.h): readers=retraverse, and split=native, the paper's split with its
+// micro-log (below), in place of the hybrid trees' shared copy-on-write split.
 #ifndef PMINDEX_BTREE_FPTREE_LEAF_H_
 #define PMINDEX_BTREE_FPTREE_LEAF_H_
 
@@ -42,6 +47,7 @@
 #include <vector>
 
 #include "btree/hybrid/leaf_common.h"
+#include "btree/hybrid/variant.h"
 #include "pm/mutant.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
@@ -67,6 +73,19 @@ static_assert(offsetof(FPTreeLeaf, version) == 0 && offsetof(FPTreeLeaf, bitmap)
 static_assert(offsetof(FPTreeLeaf, low_key) == 80);
 static_assert(offsetof(FPTreeLeaf, fp) == 128 && offsetof(FPTreeLeaf, kv) == 192);
 
+// FPTree's split micro-log (split=native): the paper's PCurrentLeaf and PNewLeaf, in the
+// pool's root area at FPTreeLayout::kSplitLogOffset (BTreeRoot holds bytes 0..23).
+//
+//   off 0  current   u64  pool offset of the leaf being split, 0 = no split in flight
+//   off 8  new_leaf  u64  pool offset of its new right sibling, 0 = not yet allocated
+//
+// One log: native splits take turns (HybridTree::split_mu_), see doc/fptree.md.
+struct FPTreeSplitLog {
+  uint64_t current;
+  uint64_t new_leaf;
+};
+static_assert(sizeof(FPTreeSplitLog) == 16 && offsetof(FPTreeSplitLog, new_leaf) == 8);
+
 struct FPTreeLayout {
   using Leaf = FPTreeLeaf;
   static constexpr const char* kName = "fptree";
@@ -74,8 +93,21 @@ struct FPTreeLayout {
   // Test-only crash bugs (pm/mutant.h) at this layout's mutation points.
   static std::vector<MutantInfo> Mutants() {
     return {{"fptree.bitmap_before_kv",
-             "the bitmap bit is set and persisted before KV and fingerprint"}};
+             "the bitmap bit is set and persisted before KV and fingerprint"},
+            {"fptree.split_log_reset_before_link",
+             "split=native: the micro-log is reset before the old leaf's next names the new "
+             "one",
+             "", "FPTreeVariantTest.NativeSplitMutantsAreCaught"},
+            {"fptree.split_link_before_new_bitmap",
+             "split=native: the new leaf is linked before its bitmap persists", "",
+             "FPTreeVariantTest.NativeSplitMutantsAreCaught"}};
   }
+  // readers=retraverse and split=native (variant.h); the split's log and steps are below.
+  static constexpr HybridVariantSupport kVariants{.retraverse_readers = true,
+                                                  .native_split = true};
+  static constexpr bool kMicroLogSplit = true;
+  using SplitLog = FPTreeSplitLog;
+  static constexpr size_t kSplitLogOffset = 1024;  // in the root area, clear of BTreeRoot
   static constexpr const char* kDescription =
       "FPTree leaves (bitmap + 1-byte fingerprints, unsorted) under DRAM inner nodes";
   static constexpr const char* kConcurrency =
@@ -160,10 +192,20 @@ struct FPTreeLayout {
 
   static size_t LiveCount(const Leaf* l) { return __builtin_popcountll(Load(l->bitmap)); }
 
+  // kInRange (split=native, whose split keeps the old leaf): `base` is the pool's base, and a
+  // leaf that a split shrank while this writer waited for its lock is left with kRetry.
+  template <bool kInRange = false>
   [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
-                                                 uint64_t key, uint64_t value) {
+                                                 uint64_t key, uint64_t value,
+                                                 const char* base = nullptr) {
     uint64_t held;  // the word as locked: Release stores without reading it
     if (!VersionLock::Lock(&l->version, kGen, &held)) return {Outcome::kRetry};
+    if constexpr (kInRange) {
+      if (!InRange(l, key, base)) {
+        VersionLock::Release(&l->version, held, false);
+        return {Outcome::kRetry};
+      }
+    }
     uint64_t bitmap = l->bitmap;
     const int i = Slot(l, bitmap, key);
     if (op == Op::kInsert && i >= 0) {
@@ -201,6 +243,94 @@ struct FPTreeLayout {
     pc.persist(&l->bitmap, 8);
     VersionLock::Release(&l->version, held, true);
     return {Outcome::kDone, bitmap == 0, static_cast<uint32_t>(__builtin_popcountll(bitmap))};
+  }
+
+  // ---- split=native: FPTree's split with its micro-log (the paper's SplitLeaf) -----------
+  //
+  // The old leaf stays and keeps its lower half; a new right sibling takes the upper half:
+  //   1. log.current = the leaf, persist          2. log.new_leaf = the new block, persist
+  //   3. copy the leaf's fingerprints and pairs into the new one (bitmap 0), persist
+  //   4. new bitmap = the upper half's slots, persist
+  //   5. old bitmap = the lower half's slots, persist
+  //   6. old next = the new leaf, persist (the link)
+  //   7. reset the log, persist
+  // Crash argument: RecoverSplit rolls back before step 5 (the old leaf still whole, the new
+  // block unreachable: the allocator's rebuild frees it) and finishes after it (step 4 made
+  // the new leaf whole before the old one gave its half away), then resets the log.
+
+  // True if `key` is still this leaf's (a native split may have moved it right). The
+  // acquire pairs with step 6's release: the new leaf's low key is then visible.
+  static bool InRange(const Leaf* l, uint64_t key, const char* base) {
+    const uint64_t nx = LoadAcquire(l->next);
+    return nx == 0 || key < Load(reinterpret_cast<const Leaf*>(base + nx)->low_key);
+  }
+
+  // Steps 1-7 on locked, full `l` with the free block `fresh` (`n` its address). Returns the
+  // split key (the new leaf's low key).
+  static uint64_t SplitInPlace(pm::PersistContext& pc, FPTreeSplitLog* log, Leaf* l,
+                               uint64_t l_off, Leaf* n, uint64_t fresh) {
+    Store(log->current, l_off);
+    pc.persist(&log->current, 8);  // 1: a crash from here on is seen by recovery
+    Store(log->new_leaf, fresh);
+    pc.persist(&log->new_leaf, 8);  // 2: the block is named (rebuild frees it if unlinked)
+    uint64_t keys[kCapacity];
+    for (size_t i = 0; i < kCapacity; ++i) keys[i] = l->kv[i].key;
+    std::nth_element(keys, keys + kCapacity / 2, keys + kCapacity);
+    const uint64_t split_key = keys[kCapacity / 2];
+    uint64_t upper = 0;
+    for (size_t i = 0; i < kCapacity; ++i) upper |= uint64_t{l->kv[i].key >= split_key} << i;
+    n->version = 0;
+    n->prev = 0;
+    std::memset(n->pad0, 0, sizeof(n->pad0));
+    std::memset(n->pad1, 0, sizeof(n->pad1));
+    n->bitmap = 0;
+    n->next = l->next;
+    n->low_key = split_key;
+    std::memcpy(n->fp, l->fp, sizeof(n->fp));
+    std::memcpy(n->kv, l->kv, sizeof(n->kv));
+    pc.flush(&n->bitmap, sizeof(Leaf) - offsetof(Leaf, bitmap));
+    pc.fence();  // 3: the copy (unlinked, bitmap 0)
+    const bool late_bitmap = pm::mutant("fptree.split_link_before_new_bitmap");
+    Store(n->bitmap, upper);
+    if (!late_bitmap) pc.persist(&n->bitmap, 8);  // 4: the new leaf is whole
+    Store(l->bitmap, ~upper);
+    pc.persist(&l->bitmap, 8);  // 5: the old leaf gives its upper half away
+    const bool early_reset = pm::mutant("fptree.split_log_reset_before_link");
+    if (early_reset) ResetSplitLog(pc, log);
+    StoreRelease(l->next, fresh);
+    pc.persist(&l->next, 8);  // 6: the link
+    if (late_bitmap) pc.persist(&n->bitmap, 8);
+    if (!early_reset) ResetSplitLog(pc, log);  // 7: the split is done
+    return split_key;
+  }
+
+  static void ResetSplitLog(pm::PersistContext& pc, FPTreeSplitLog* log) {
+    Store(log->current, uint64_t{0});  // first: a torn reset that kept new_leaf is ignored
+    Store(log->new_leaf, uint64_t{0});
+    pc.persist(log, sizeof(*log));
+  }
+
+  // Recovery of an interrupted native split (before the chain walk; never allocates).
+  // Crash argument: see the steps above; each action is idempotent, so a crash during
+  // recovery repeats it.
+  static Status RecoverSplit(pm::PersistContext& pc, FPTreeSplitLog* log, char* base,
+                             uint64_t size) {
+    const uint64_t c = log->current;
+    const uint64_t n = log->new_leaf;
+    if (c != 0 && n != 0) {  // current 0: no split in flight (a reset that tore)
+      for (uint64_t o : {c, n}) {
+        if (o % 64 != 0 || o < 4096 || o + sizeof(Leaf) > size || c == n) {
+          return Status::Corruption("split log names leaf offset " + std::to_string(o));
+        }
+      }
+      Leaf* l = reinterpret_cast<Leaf*>(base + c);
+      if (l->bitmap != ~uint64_t{0} && l->next != n) {  // after step 5: finish
+        l->next = n;
+        pc.persist(&l->next, 8);
+      }  // else before step 5 (roll back: the new block stays unreachable) or linked
+    }
+    if (c != 0 || n != 0) ResetSplitLog(pc, log);
+    return Status::OK();
   }
 
   static Status Recover(pm::PersistContext& pc, Leaf* l) {

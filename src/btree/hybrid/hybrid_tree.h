@@ -21,8 +21,11 @@
 // leaf is the same with zero new leaves (the predecessor's next skips it), merging two
 // underfull neighbours the same with one new leaf for two old ones. So a split costs 2
 // fences including the insert that caused it, and recovery has no split to finish. (RNTree's
-// pool variant split=native splits in place with an undo copy instead: split_native and the
+// pool variant split=native splits in place with an undo copy instead: native_split_undo and the
 // layout's SplitInPlace / RollBackSplit.)
+// (FPTree's split=native variant splits in place under its micro-log instead:
+// native_split_micro_log, recover_split and fptree_leaf.h; its readers=retraverse readers
+// restart from the root on a locked leaf: read_begin.)
 //
 // Space reuse: a remove that leaves a leaf at most half full merges it with its right
 // neighbour when both fit three quarters of a leaf, which frees a leaf block; a full log is
@@ -251,14 +254,40 @@ class HybridTree final : public Index {
   // The leaf covering k, not obsolete when returned (writers lock it next).
   [[gnu::always_inline]] Leaf* locate(uint64_t k);
   // The leaf covering k with a reader's version snapshot; nullptr for an empty tree.
-  Leaf* locate_for_read(uint64_t k, uint64_t* v);
+  // `aborts` counts readers=retraverse restarts of this read (read_begin).
+  Leaf* locate_for_read(uint64_t k, uint64_t* v, uint32_t* aborts);
+  // ReadBegin on a leaf; under readers=retraverse false on a locked one (an abort).
+  bool read_begin(Leaf* leaf, uint64_t* v, uint32_t* aborts);
+  static constexpr uint32_t kMaxAborts = 16;  // then a retraversing reader waits
+  // The layout's write for the pool's variant (variant.h).
+  [[gnu::always_inline]] WriteResult layout_write(Leaf* leaf, Op op, uint64_t k, uint64_t v) {
+    if constexpr (kMicroLogSplit) {  // FPTree split=native: writers check the leaf's range
+      if (variant_.native_split) return Layout::template Write<true>(*pc_, leaf, op, k, v, base_);
+    } else if constexpr (kHasVariantWrite) {  // RNTree's log_persist / split variants
+      if (variant_.parallel_log_persist || variant_.native_split)
+        return Layout::VariantWrite(*pc_, base_, leaf, op, k, v, variant_);
+    } else if constexpr (requires { Layout::WriteBlind; }) {  // NV-Tree writes=basic
+      if (blind(op)) return Layout::WriteBlind(*pc_, leaf, k, v);
+    }
+    return Layout::Write(*pc_, leaf, op, k, v);
+  }
+  // split=native (FPTree's micro-log split, fptree_leaf.h): like replace(), called with
+  // `leaf` locked and full; false once the leaf is split (the caller retries).
+  bool native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  Status recover_split();
+  auto* split_log() {
+    static_assert(Layout::kSplitLogOffset >= sizeof(BTreeRoot) &&
+                  Layout::kSplitLogOffset + sizeof(typename Layout::SplitLog) <= kRootAreaSize);
+    return reinterpret_cast<typename Layout::SplitLog*>(pool_->root_area() +
+                                                        Layout::kSplitLogOffset);
+  }
   Status create_first_leaf();
   // Called with `leaf` locked and full. False: retry (leaf unlocked). True: *out is final.
   bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
   // split=native (RNTree): the layout's split in place of locked `leaf`, whose log is full
   // and every claim resolved. False: split, retry the operation. True: *out is final (no
   // room for the split: replace() served).
-  bool split_native(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  bool native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
   static constexpr bool kHasVariantWrite = requires { &Layout::VariantWrite; };
   void try_unlink_empty(Leaf* leaf);
   // Replaces `leaf` and its right neighbour by one leaf when together they fill at most
@@ -290,6 +319,9 @@ class HybridTree final : public Index {
     can.pm_inner = true;  // inner=pm is the tree's, not a layout's: every layout takes it
     return can;
   }
+  // FPTree's hooks: its reader variant and its micro-log split (fptree_leaf.h).
+  static constexpr bool kRetraverse = LayoutVariants().retraverse_readers;
+  static constexpr bool kMicroLogSplit = requires { Layout::kMicroLogSplit; };
 
   const HybridVariant variant_;  // the pool's variant (variant.h)
   std::unique_ptr<Pool> pool_;
@@ -299,6 +331,7 @@ class HybridTree final : public Index {
   InnerTree inner_;
   pm::RwLock rw_;            // only for !kConcurrent layouts
   std::mutex first_leaf_mu_;  // creation of the first leaf
+  std::mutex split_mu_;       // split=native: the one micro-log, one split at a time
   // A free leaf block that only a compaction in a full pool may use (0: none). Never linked
   // while it is here, so a crash leaves it unreachable: the allocator rebuild frees it.
   std::atomic<uint64_t> reserve_{0};
@@ -346,16 +379,7 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
       if (Status s = create_first_leaf(); !s.ok()) return s;
       continue;
     }
-    WriteResult r;
-    if constexpr (kHasVariantWrite) {  // RNTree's log_persist / split variants
-      r = variant_.parallel_log_persist || variant_.native_split
-              ? Layout::VariantWrite(*pc_, base_, leaf, op, k, v, variant_)
-              : Layout::Write(*pc_, leaf, op, k, v);
-    } else if constexpr (requires { Layout::WriteBlind; }) {
-      r = blind(op) ? Layout::WriteBlind(*pc_, leaf, k, v) : Layout::Write(*pc_, leaf, op, k, v);
-    } else {
-      r = Layout::Write(*pc_, leaf, op, k, v);
-    }
+    const WriteResult r = layout_write(leaf, op, k, v);
     switch (r.outcome) {
       case Outcome::kDone:
         if (r.now_empty) {
@@ -374,8 +398,14 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
         Status s;
         if constexpr (kHasVariantWrite) {  // split=native: more than half live splits in place
           if (variant_.native_split && Layout::LiveCount(leaf) > kCap / 2) {
-            if (split_native(leaf, op, k, v, &s)) return s;
+            if (native_split_undo(leaf, op, k, v, &s)) return s;
             continue;
+          }
+        }
+        if constexpr (kMicroLogSplit) {
+          if (variant_.native_split) {
+            if (native_split_micro_log(leaf, op, k, v, &s)) return s;
+            continue;  // split: the operation starts again from the root
           }
         }
         if (replace(leaf, op, k, v, &s)) return s;
@@ -402,7 +432,8 @@ inline typename Layout::Leaf* HybridTree<Layout>::locate(uint64_t k) {
 }
 
 template <typename Layout>
-typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t* v) {
+typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t* v,
+                                                           uint32_t* aborts) {
   for (;;) {
     InnerTree::Node* parent;
     uint64_t pv;
@@ -410,20 +441,47 @@ typename Layout::Leaf* HybridTree<Layout>::locate_for_read(uint64_t k, uint64_t*
     if (leaf == nullptr) return nullptr;
     PrefetchLine(leaf);  // line 0 (version) first: the demand load below waits for it
     Layout::Prefetch(leaf);
-    if (!VersionLock::ReadBegin(&leaf->version, kGen, v, kReadersWait)) continue;
+    if (!read_begin(leaf, v, aborts)) continue;
     if (!InnerTree::validate(parent, pv)) continue;
     return leaf;
   }
 }
 
 template <typename Layout>
+inline bool HybridTree<Layout>::read_begin(Leaf* leaf, uint64_t* v, uint32_t* aborts) {
+  if constexpr (kRetraverse) {
+    // readers=retraverse: FPTree's reader runs in a hardware transaction that aborts on a
+    // locked leaf and starts again from the root. After kMaxAborts such restarts it waits
+    // for the leaf like the default reader, so it cannot livelock behind writers.
+    if (variant_.retraverse_readers && *aborts < kMaxAborts &&
+        VersionLock::Held(LoadAcquire(leaf->version), kGen)) {
+      ++*aborts;
+      return false;
+    }
+  }
+  return VersionLock::ReadBegin(&leaf->version, kGen, v, kReadersWait);
+}
+
+template <typename Layout>
 bool HybridTree<Layout>::find(uint64_t k, uint64_t* value) {
+  uint32_t aborts = 0;
   for (;;) {
     uint64_t v;
-    Leaf* leaf = locate_for_read(k, &v);
+    Leaf* leaf = locate_for_read(k, &v, &aborts);
     if (leaf == nullptr) return false;
     const bool found = Layout::Find(leaf, k, value);
+    if constexpr (kMicroLogSplit) {
+      // split=native keeps the old leaf: one that a split shrank after this reader found it
+      // no longer covers k (its next's low key says so); read again from the root.
+      if (!found && variant_.native_split && !Layout::InRange(leaf, k, base_)) {
+        if (kRetraverse && variant_.retraverse_readers) ++aborts;
+        continue;
+      }
+    }
     if (VersionLock::ReadValidate(&leaf->version, v, kReadersWait)) return found;
+    if constexpr (kRetraverse) {
+      if (variant_.retraverse_readers) ++aborts;  // the transaction's conflict abort
+    }
   }
 }
 
@@ -432,7 +490,8 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
   Entry buf[kCap];
   size_t emitted = 0;
   uint64_t v;
-  Leaf* leaf = locate_for_read(cursor, &v);
+  uint32_t aborts = 0;
+  Leaf* leaf = locate_for_read(cursor, &v, &aborts);
   while (leaf != nullptr) {
     // The right neighbour's lines are requested now, so they arrive while this leaf's entries
     // are collected and emitted (the version check below covers this read of `next`).
@@ -442,7 +501,7 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
     }
     const size_t n = Layout::CollectSorted(leaf, cursor, buf);
     if (!VersionLock::ReadValidate(&leaf->version, v, kReadersWait)) {
-      leaf = locate_for_read(cursor, &v);  // replaced or changed: read its range again
+      leaf = locate_for_read(cursor, &v, &aborts);  // replaced or changed: read it again
       continue;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -456,9 +515,9 @@ size_t HybridTree<Layout>::scan_from(uint64_t cursor, size_t max_count, ScanCall
     }
     if (next == 0) return emitted;
     leaf = at(next);
-    if (!VersionLock::ReadBegin(&leaf->version, kGen, &v, kReadersWait)) {
+    if (!read_begin(leaf, &v, &aborts)) {
       cursor = std::max(cursor, Load(leaf->low_key));
-      leaf = locate_for_read(cursor, &v);
+      leaf = locate_for_read(cursor, &v, &aborts);
     }
   }
   return emitted;
@@ -574,7 +633,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::split_native(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
+bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
   if constexpr (kHasVariantWrite) {
     uint64_t blocks[2];  // the undo copy, the right leaf
     if (!pool_->allocator().allocate_bulk(sizeof(Leaf), 2, blocks).ok()) {
@@ -598,6 +657,44 @@ bool HybridTree<Layout>::split_native(Leaf* leaf, Op op, uint64_t k, uint64_t v,
   }
   (void)op, (void)k, (void)v, (void)out;
   return false;
+}
+
+template <typename Layout>
+bool HybridTree<Layout>::native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
+  if constexpr (kMicroLogSplit) {
+    Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
+    if (!block.ok()) return replace(leaf, op, k, v, out);  // a full pool: the shared path
+    Leaf* fresh = at(*block);
+    uint64_t split_key;
+    {
+      // One micro-log, so native splits take turns (doc/fptree.md: why not the paper's
+      // array of logs). Only the persistent steps hold it; `leaf` stays locked throughout.
+      std::lock_guard<std::mutex> serial(split_mu_);
+      split_key = Layout::SplitInPlace(*pc_, split_log(), leaf, off(leaf), fresh, *block);
+    }
+    // Readers and writers that reach `leaf` for a moved key wait for its lock and then see
+    // (InRange) that it no longer covers the key; by then the parent routes it to `fresh`.
+    uint32_t idx;
+    InnerTree::Node* parent = inner_.lock_parent(Load(leaf->low_key), leaf, true, &idx);
+    inner_.insert_child_after(parent, idx, split_key, fresh);
+    InnerTree::unlock(parent);
+    const uint64_t succ = Load(fresh->next);
+    set_prev(fresh, leaf);
+    if (succ != 0) set_prev(at(succ), fresh);
+    VersionLock::Unlock(&leaf->version, kGen, true);
+  }
+  (void)op, (void)k, (void)v, (void)out;
+  return false;
+}
+
+template <typename Layout>
+Status HybridTree<Layout>::recover_split() {
+  if constexpr (kMicroLogSplit) {
+    if (variant_.native_split) {
+      return Layout::RecoverSplit(*pc_, split_log(), base_, pool_->size());
+    }
+  }
+  return Status::OK();
 }
 
 template <typename Layout>
@@ -701,6 +798,7 @@ void HybridTree<Layout>::try_merge(Leaf* leaf) {
 
 template <typename Layout>
 Status HybridTree<Layout>::recover() {
+  if (Status s = recover_split(); !s.ok()) return s.WithContext("split log");
   std::vector<std::pair<uint64_t, void*>> leaves;
   const uint64_t size = pool_->size();
   const uint64_t max_leaves = size / sizeof(Leaf) + 1;
@@ -754,6 +852,11 @@ Status HybridTree<Layout>::verify() {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
   std::unique_lock<pm::RwLock> lock(rw_, std::defer_lock);
   if constexpr (!kConcurrent) lock.lock();
+  if constexpr (kMicroLogSplit) {
+    if (variant_.native_split && (split_log()->current != 0 || split_log()->new_leaf != 0)) {
+      return Status::Corruption("split log names a split, but none is in flight");
+    }
+  }
   std::vector<std::pair<uint64_t, void*>> leaves;
   const uint64_t max_leaves = pool_->size() / sizeof(Leaf) + 1;
   Entry buf[kCap];
