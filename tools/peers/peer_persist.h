@@ -2,7 +2,9 @@
  * (scripts/peers.sh, sed scripts in tools/peers/sed/), so that every index in the comparison
  * writes back and orders exactly as pmindex's persistence modes do:
  *   adr  (default)      a flush is one clwb per cache line, a fence one sfence;
- *   eadr (-DPEERS_EADR) a flush does nothing, a fence is a compiler barrier.
+ *   eadr (-DPEERS_EADR) a flush does nothing, a fence is a compiler barrier;
+ *   -DPEERS_CLFLUSHOPT  adr with clflushopt per line, for a CPU without clwb (pmindex's adr
+ *                       mode falls back to clflushopt there, src/pm/persist.h).
  * Force-included (-include) into every peer translation unit; valid C and C++. These are the
  * peers' own instructions, outside the library on purpose: pmindex's indexes persist only
  * through src/pm/persist.h (its counters and crash tracker). */
@@ -12,6 +14,10 @@
 #ifdef PEERS_EADR
 #define PEERS_FLUSH_LINE(addr) ((void)(addr))
 #define PEERS_FENCE() __asm__ __volatile__("" ::: "memory")
+#elif defined(PEERS_CLFLUSHOPT)
+#define PEERS_FLUSH_LINE(addr) \
+  __asm__ __volatile__("clflushopt %0" : "+m"(*(volatile char*)(addr)))
+#define PEERS_FENCE() __asm__ __volatile__("sfence" ::: "memory")
 #else
 #define PEERS_FLUSH_LINE(addr) __asm__ __volatile__("clwb %0" : "+m"(*(volatile char*)(addr)))
 #define PEERS_FENCE() __asm__ __volatile__("sfence" ::: "memory")
