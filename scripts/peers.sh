@@ -253,14 +253,16 @@ build_roart() {
     "$src/nvm_mgr/util.h" "$src/benchmark/config.h" "$src/ART/N.cpp"
   # Their CMake's definitions (CMakeLists.txt), their -std=c++14 for their files; -mavx2 as
   # their -march=native here. This CPU may lack clwb: the adr build then flushes with
-  # clflushopt, as pmindex's adr mode does (peer_persist.h).
+  # clflushopt, as pmindex's adr mode does (peer_persist.h). roart_count counts the flushed
+  # lines and the fences (peer_persist.h, -DPEERS_COUNT).
   local defs="-DCLWB -DVARIABLE_LENGTH -DUSE_PMDK -DACMA -DFF_GC -DRECLAIM_MEMORY -DKEY_INLINE"
   defs+=" -DINSTANT_RESTART -DLEAF_ARRAY -DFIND_FIRST -DTRANSACTIONAL"
   local inc="-I$src/ART -I$src/nvm_mgr -I$src/benchmark"
   local mode flags f objs
-  for mode in adr eadr; do
+  for mode in adr eadr count; do
     flags=""
     [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    [[ $mode == count ]] && flags="-DPEERS_COUNT"
     [[ $mode == adr ]] && ! grep -qw clwb /proc/cpuinfo && flags="-DPEERS_CLFLUSHOPT"
     objs=()
     for f in "$src"/ART/*.cpp "$src"/nvm_mgr/*.cpp; do

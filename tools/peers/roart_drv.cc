@@ -19,6 +19,9 @@
 // manager and registers this thread (its allocator and epoch slot); every operation enters
 // their epoch itself (EpochGuard).
 //
+// Built with -DPEERS_COUNT (roart_count, peer_persist.h) it also prints, to stderr, the
+// lines flushed and the fences of the whole run.
+//
 // Usage: roart_drv N [load|lookup|absent|insert|scan]
 #include <unistd.h>
 
@@ -86,12 +89,18 @@ class RoartAdapter {
 int main(int argc, char** argv) {
   const char* usage = "roart_drv N [load|lookup|absent|insert|scan]";
   peers::Config config;
-#ifdef PEERS_EADR
+#if defined(PEERS_COUNT)
+  config.label = "peer-roart count";
+#elif defined(PEERS_EADR)
   config.label = "peer-roart eadr";
 #else
   config.label = "peer-roart adr";
 #endif
   peers::ParseRunArgs(argc, argv, 1, usage, &config);
   RoartAdapter adapter;
-  return peers::Run(adapter, config);
+  const int rc = peers::Run(adapter, config);
+#ifdef PEERS_COUNT
+  std::fprintf(stderr, "persist_counts flushes=%llu fences=%llu\n", peers_flushes, peers_fences);
+#endif
+  return rc;
 }
