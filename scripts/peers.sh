@@ -254,7 +254,8 @@ build_roart() {
   # Their CMake's definitions (CMakeLists.txt), their -std=c++14 for their files; -mavx2 as
   # their -march=native here. This CPU may lack clwb: the adr build then flushes with
   # clflushopt, as pmindex's adr mode does (peer_persist.h). roart_count counts the flushed
-  # lines and the fences (peer_persist.h, -DPEERS_COUNT).
+  # lines and the fences (peer_persist.h, -DPEERS_COUNT) and maps a file valgrind can take
+  # (sed/roart-count.sed), for callgrind; built last, after that change.
   local defs="-DCLWB -DVARIABLE_LENGTH -DUSE_PMDK -DACMA -DFF_GC -DRECLAIM_MEMORY -DKEY_INLINE"
   defs+=" -DINSTANT_RESTART -DLEAF_ARRAY -DFIND_FIRST -DTRANSACTIONAL"
   local inc="-I$src/ART -I$src/nvm_mgr -I$src/benchmark"
@@ -262,7 +263,10 @@ build_roart() {
   for mode in adr eadr count; do
     flags=""
     [[ $mode == eadr ]] && flags="-DPEERS_EADR"
-    [[ $mode == count ]] && flags="-DPEERS_COUNT"
+    if [[ $mode == count ]]; then
+      flags="-DPEERS_COUNT"
+      apply_sed roart-count.sed '1024LL \* 1024 \* PGSIZE|0x50000000' "$src/nvm_mgr/nvm_mgr.h"
+    fi
     [[ $mode == adr ]] && ! grep -qw clwb /proc/cpuinfo && flags="-DPEERS_CLFLUSHOPT"
     objs=()
     for f in "$src"/ART/*.cpp "$src"/nvm_mgr/*.cpp; do

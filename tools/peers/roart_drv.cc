@@ -12,6 +12,9 @@
 // word made before the timed loops. A scan is lookupRange from the start key to the largest
 // key (eight 0xff bytes, not among the keys), stopping after 100 leaves; with their
 // configuration (SORT_LEAVES off) a leaf array's leaves come out in slot order, as theirs do.
+// lookupRange hands back leaf pointers and reads no leaf outside the start's leaf array; with
+// PEERS_ROART_SCAN=read in the environment the driver reads each returned leaf's value, as a
+// caller that uses the pairs does (pmindex's scan hands key and value to its callback).
 //
 // The NVM file is /dev/shm/pmindex-peers-roart-part.data (sed/roart.sed): their NVMMgr
 // truncates it to 256 GiB, sparse, and maps it at 0x50000000; it is removed before the run
@@ -28,6 +31,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "Tree.h"
 #include "nvm_mgr.h"
@@ -48,6 +53,8 @@ class RoartAdapter {
     unlink(kNvmFile);
     tree_ = new PART_ns::Tree();
     end_.Init(~uint64_t{0}, sizeof(uint64_t), 0);
+    const char* scan = std::getenv("PEERS_ROART_SCAN");
+    read_scans_ = scan != nullptr && std::strcmp(scan, "read") == 0;
   }
   ~RoartAdapter() {
     delete tree_;
@@ -75,6 +82,15 @@ class RoartAdapter {
     k.Init(start, sizeof(uint64_t), 0);
     size_t found = 0;
     tree_->lookupRange(&k, &end_, nullptr, results_, count, found);
+    if (read_scans_) {
+      uint64_t sum = 0;
+      for (size_t i = 0; i < found; i++) {
+        uint64_t value;
+        std::memcpy(&value, results_[i]->GetValue(), sizeof(value));
+        sum += value;
+      }
+      scan_sink_ += sum;
+    }
     return found;
   }
 
@@ -82,6 +98,8 @@ class RoartAdapter {
   PART_ns::Tree* tree_;
   PART_ns::Key end_;  // not copied: its fkey points at its own key word
   PART_ns::Leaf* results_[peers::kScanLength];
+  bool read_scans_ = false;
+  volatile uint64_t scan_sink_ = 0;  // the values read, kept
 };
 
 }  // namespace
