@@ -11,9 +11,9 @@
 #   scripts/peers.sh summary PEERS [RESULTS]    medians and per-round ratios of a results dir
 #
 # PEERS holds the peers' sources, unmodified: ICPP-RNTree, FAST_FAIR, WORT, RECIPE, libart, CCEH,
-# Level-Hashing, dash and epoch-reclaimer (Dash's epoch manager).
+# Level-Hashing, dash, epoch-reclaimer (Dash's epoch manager) and ROART.
 # PEERS_ONLY=NAME,... builds (build-peers) and runs only those peers' builders and pairs, by
-# builder name: icpp wort fastfair part pclht libart cceh levelhash dash (run also matches the
+# builder name: icpp wort fastfair part pclht libart cceh levelhash dash roart (run also matches the
 # pairs' lines, e.g. PEERS_ONLY=dash runs dash_eadr and pmindex_drv dash eadr).
 # OUT is $PEERS_OUT, default PEERS/out. The peers are copied into OUT/src and changed there by the sed
 # scripts in tools/peers/sed/; PEERS itself is never written.
@@ -52,7 +52,7 @@ selected() {
 
 need_peers() {
   local d
-  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart CCEH Level-Hashing dash epoch-reclaimer; do
+  for d in ICPP-RNTree FAST_FAIR WORT RECIPE libart CCEH Level-Hashing dash epoch-reclaimer ROART; do
     [[ -n ${PEERS_ONLY:-} || -d $PEERS/$d ]] || die "$PEERS/$d is missing (fetch the peers' sources first)"
   done
   # P-ART uses TBB's containers; ICPP-RNTree includes <numa.h>; Dash uses PMDK's libpmemobj.
@@ -246,6 +246,40 @@ build_dash() {
   done
 }
 
+build_roart() {
+  fresh_copy ROART
+  local src=$OUT/src/ROART
+  apply_sed roart.sed 'xsaveopt|"mfence"|"sfence"|NVM_LATENCY|/mnt/pmem0|auto k = GetKey\(\);|return a\[i\] < b\[i\];' \
+    "$src/nvm_mgr/util.h" "$src/benchmark/config.h" "$src/ART/N.cpp"
+  # Their CMake's definitions (CMakeLists.txt), their -std=c++14 for their files; -mavx2 as
+  # their -march=native here. This CPU may lack clwb: the adr build then flushes with
+  # clflushopt, as pmindex's adr mode does (peer_persist.h). roart_count counts the flushed
+  # lines and the fences (peer_persist.h, -DPEERS_COUNT) and maps a file valgrind can take
+  # (sed/roart-count.sed), for callgrind; built last, after that change.
+  local defs="-DCLWB -DVARIABLE_LENGTH -DUSE_PMDK -DACMA -DFF_GC -DRECLAIM_MEMORY -DKEY_INLINE"
+  defs+=" -DINSTANT_RESTART -DLEAF_ARRAY -DFIND_FIRST -DTRANSACTIONAL"
+  local inc="-I$src/ART -I$src/nvm_mgr -I$src/benchmark"
+  local mode flags f objs
+  for mode in adr eadr count; do
+    flags=""
+    [[ $mode == eadr ]] && flags="-DPEERS_EADR"
+    if [[ $mode == count ]]; then
+      flags="-DPEERS_COUNT"
+      apply_sed roart-count.sed '1024LL \* 1024 \* PGSIZE|0x50000000' "$src/nvm_mgr/nvm_mgr.h"
+    fi
+    [[ $mode == adr ]] && ! grep -qw clwb /proc/cpuinfo && flags="-DPEERS_CLFLUSHOPT"
+    objs=()
+    for f in "$src"/ART/*.cpp "$src"/nvm_mgr/*.cpp; do
+      objs+=("$OUT/obj/roart_${mode}_$(basename "$f" .cpp).o")
+      $CXX -std=c++14 $OPT $flags $defs -mavx -mavx2 -w -include "$TOOLS/peer_persist.h" $inc \
+        -c "$f" -o "${objs[-1]}"
+    done
+    $CXX -std=c++20 $OPT $flags $defs -mavx -mavx2 -w -include "$TOOLS/peer_persist.h" $inc \
+      -I"$REPO" -I"$REPO/src" "$TOOLS/roart_drv.cc" "${objs[@]}" "$OUT/obj/generators.o" \
+      -o "$OUT/bin/roart_$mode" -ltbb -lpmemobj -latomic -pthread
+  done
+}
+
 build_libart() {
   fresh_copy libart
   local src=$OUT/src/libart/src
@@ -259,7 +293,7 @@ cmd_build_peers() {
   mkdir -p "$OUT/bin" "$OUT/obj"
   build_common
   local peer
-  for peer in icpp wort fastfair part pclht libart cceh levelhash dash; do
+  for peer in icpp wort fastfair part pclht libart cceh levelhash dash roart; do
     if selected "$peer"; then "build_$peer"; fi
   done
 }
@@ -291,6 +325,7 @@ pairs() {
     echo "pclht_$m|pmindex_drv pclht $m"
     echo "levelhash_$m|pmindex_drv levelhash $m"
     echo "dash_$m|pmindex_drv dash $m"
+    echo "roart_$m|pmindex_drv roart $m"
   done
   echo "libart|pmindex_drv art volatile"
 }
@@ -311,7 +346,7 @@ cmd_run() {
         cd "$1"
         echo "# $(date -u +%H:%M:%S) loadavg $(cut -d" " -f1-3 /proc/loadavg)"
         ./$2 $4 || echo "# failed: $2 $4"
-        rm -f /dev/shm/pmindex-peers-icpp.data
+        rm -f /dev/shm/pmindex-peers-icpp.data /dev/shm/pmindex-peers-roart-part.data
         if [[ -n $3 ]]; then ./$3 $4 || echo "# failed: $3 $4"; fi
       ' _ "$OUT/bin" "$peer" "$ours" "$n" 2>>"$results/stderr.txt" |
         grep -E '^(#|[^ ]+ [a-z]+ n=)' | tee -a "$results/round-$round.txt"

@@ -5,9 +5,11 @@
 //
 // Usage: pmindex_drv INDEX adr|eadr|volatile N [load|lookup|insert|scan]
 // The pool's directory is $PMINDEX_DRV_POOL_DIR, default /dev/shm (a huge-page tmpfs there
-// measures what the TLB walks of 4 KiB pages cost).
+// measures what the TLB walks of 4 KiB pages cost). With PEERS_COUNTS=1 in the environment it
+// also prints, to stderr, the pool's flushed lines and fences of the whole run (its counters).
 #include <pmindex/index.h>
 #include <pmindex/options.h>
+#include <pmindex/pool.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -83,6 +85,13 @@ int main(int argc, char** argv) {
   }
   PmindexAdapter adapter(index->get());
   int rc = peers::Run(adapter, config);
+  const char* counts = std::getenv("PEERS_COUNTS");
+  if (counts != nullptr && *counts == '1' && (*index)->pool() != nullptr) {
+    const pmindex::PersistCounters c = (*index)->pool()->counters();
+    std::fprintf(stderr, "persist_counts flushes=%llu fences=%llu\n",
+                 static_cast<unsigned long long>(c.flushes),
+                 static_cast<unsigned long long>(c.fences));
+  }
   if (adapter.failed_inserts() != 0) {
     std::fprintf(stderr, "pmindex_drv: %llu inserts failed\n",
                  static_cast<unsigned long long>(adapter.failed_inserts()));

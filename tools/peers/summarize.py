@@ -36,6 +36,7 @@ PAIRS = [
     ("peer-pclht", "pclht"),
     ("peer-levelhash", "levelhash"),
     ("peer-dash", "dash"),
+    ("peer-roart", "roart"),
 ]
 LINE = re.compile(r"^(\S+) (\S+) n=(\d+) cpu_ns_per_op (.*?) \| (.*)$")
 
