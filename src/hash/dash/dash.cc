@@ -4,11 +4,13 @@
 #include "hash/dash/dash.h"
 #include "pm/prefetch.h"
 
+#include <bit>
 #include <cassert>
 
 #include "hash/common/traits.h"
 #include "pm/alloc.h"
 #include "pm/mutant.h"
+#include "pm/params.h"
 #include "pm/version_lock.h"
 
 namespace pmindex::hash::dash {
@@ -35,7 +37,9 @@ DashTable::DashTable(std::unique_ptr<Pool> pool)
       root_(reinterpret_cast<DashRoot*>(pool_->root_area())),
       gen_(static_cast<uint32_t>(pool_->generation())),
       geo_(DashGeometry::Decode(root_->geometry)),
-      slot_mask_((1u << geo_.slots) - 1) {}
+      slot_mask_((1u << geo_.slots) - 1),
+      stagger_shift_(static_cast<uint32_t>(std::bit_width(geo_.SegmentBytes() - 1))),
+      stagger_mask_(geo_.stagger == 0 ? 0 : geo_.stagger - 1) {}
 
 Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   auto* root = reinterpret_cast<DashRoot*>(pool->root_area());
@@ -45,7 +49,13 @@ Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, boo
   const bool never_written = root->magic == 0 && pool->allocator().carved_chunks() == 0;
   if (fresh || never_written) {
     const bool small = pool->index_params().find("geometry=small") != std::string_view::npos;
-    const DashGeometry g = small ? kSmallGeometry : kLargeGeometry;
+    // layout=1: a pool as made before the stagger (to test that such pools are read as before).
+    Result<std::string_view> layout =
+        pm::ParamChoice("dash", pool->index_params(), "layout", {"1", "2"}, "2");
+    if (!layout.ok()) return layout.status();
+    const bool v1 = *layout == "1";
+    const DashGeometry g =
+        small ? (v1 ? kSmallGeometryV1 : kSmallGeometry) : (v1 ? kLargeGeometryV1 : kLargeGeometry);
     root->kind = kind;
     root->directory = 0;
     root->geometry = g.Encode();

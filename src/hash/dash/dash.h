@@ -100,8 +100,10 @@ class DashTable final : public Index {
   explicit DashTable(std::unique_ptr<Pool> pool);
 
   SegmentHeader* hdr(uint64_t seg) const { return reinterpret_cast<SegmentHeader*>(base_ + seg); }
+  // The pad before seg's buckets (layout.h): 64 x ((seg >> log2(block)) mod 4), 0 in layout 1.
+  uint64_t pad(uint64_t seg) const { return ((seg >> stagger_shift_) & stagger_mask_) * 64; }
   Bucket* bucket(uint64_t seg, uint32_t i) const {
-    return reinterpret_cast<Bucket*>(base_ + seg + kBucketBytes * (1 + i));
+    return reinterpret_cast<Bucket*>(base_ + seg + kBucketBytes + pad(seg) + kBucketBytes * i);
   }
   Directory* dir_at(uint64_t off) const { return reinterpret_cast<Directory*>(base_ + off); }
   uint32_t next(uint32_t b) const { return b + 1 == geo_.normal ? 0 : b + 1; }
@@ -181,6 +183,8 @@ class DashTable final : public Index {
   uint32_t gen_;
   DashGeometry geo_;
   uint32_t slot_mask_;  // alloc bits of the slots in use
+  uint32_t stagger_shift_;  // log2 of the segment's block size (a power of two)
+  uint64_t stagger_mask_;   // 3 in layout 2, 0 in layout 1
   std::mutex split_mu_;  // splits, directory doubling, the first segment
 };
 
