@@ -2,7 +2,9 @@
 // Memory", VLDB 2020): the 256-byte bucket, the segment, its header, the directory and the
 // root words, and the hash bits every path derives from a key.
 //
-// A segment is one block (layout 2, DashGeometry::stagger = 4):
+// A segment is one block. Layout 1 (the default; DashGeometry::stagger = 0): the header, then
+// `normal` buckets, then `stash` buckets, 256 bytes each, so every bucket is one XPLine.
+// Layout 2 (index parameter layout=2; stagger = 4):
 //
 //   off 0             SegmentHeader (256 B)
 //   off 256           pad: 64 x k bytes, k = (segment offset >> log2(block size)) mod 4
@@ -13,13 +15,14 @@
 // aligned to their size, so without it every bucket's first line (its metadata) falls at a
 // line index = 0 mod 4 and all buckets of all segments share a quarter of the cache's sets;
 // with it consecutive segments use the four residues. k is derived from the segment's pool
-// offset (a pure function: no reader reads the header for it). Layout 1 (stagger = 0, pools
-// made before it, or index parameter layout=1): no pad, buckets 256-byte aligned.
+// offset (a pure function: no reader reads the header for it). Measured (doc/dash.md): no
+// gain in CPU time on the machine at hand, and 27% more media writes per insert (a bucket
+// then straddles two XPLines), so it is not the default.
 // Two geometries (DashGeometry):
-//   large  59 normal + 3 stash: 256 + 192 + 62 x 256 = 16320 bytes, the 16 KiB size class
-//          (the paper's 64 + 2..4 plus a header would take a 20 KiB block; layout 1: 60 + 3,
-//          16384 bytes exactly);
-//   small  4 normal + 2 stash, 4 slots of each bucket used (1984 bytes, the 2 KiB class):
+//   large  60 normal + 3 stash: (1 + 60 + 3) x 256 = 16384 bytes, the 16 KiB size class
+//          exactly (the paper's 64 + 2..4 plus a header would take a 20 KiB block); layout 2:
+//          59 + 3, 256 + 192 + 62 x 256 = 16320 bytes;
+//   small  4 normal + 2 stash, 4 slots of each bucket used (1792 bytes; layout 2: 1984):
 //          index parameter geometry=small (the crash campaign's,
 //          IndexRegistration::campaign_params, and the tests'), so that a few dozen keys
 //          split segments and double the directory.
@@ -57,7 +60,7 @@ struct Slot {
 };
 
 // One bucket, 256 bytes, 64-byte aligned (its first cache line holds every metadata byte and
-// slots 0-1; one XPLine in layout 1, straddling two with a pad of 1-3 lines).
+// slots 0-1; one XPLine in layout 1, straddling two in layout 2 with a pad of 1-3 lines).
 //
 //   off  0  lock        pm::VersionLock word (pool generation); never flushed for itself
 //   off  8  bitmap      bits 0-13 alloc, 14-27 member (slot's key homed at the previous
@@ -137,7 +140,7 @@ inline constexpr size_t DirectoryBytes(uint32_t depth) { return 64 + (size_t{8} 
 //   off  8  kind       33
 //   off 16  directory  pool offset of the directory, 0 = empty table (made at first insert)
 //   off 24  geometry   normal buckets | stash buckets << 16 | slots used << 32 |
-//                      stagger << 48 (0: layout 1, pools made before the pad; 4: layout 2)
+//                      stagger << 48 (0: layout 1, the default; 4: layout 2)
 struct DashRoot {
   uint64_t magic;
   uint64_t kind;
@@ -172,16 +175,17 @@ struct DashGeometry {
     return kBucketBytes * (1 + normal + stash) + (stagger == 0 ? 0 : 64 * (stagger - 1));
   }
 };
-inline constexpr DashGeometry kLargeGeometry{59, 3, 14, 4};
-inline constexpr DashGeometry kSmallGeometry{4, 2, 4, 4};
-// Layout 1's (index parameter layout=1: a pool as made before the pad, read as before).
-inline constexpr DashGeometry kLargeGeometryV1{60, 3, 14, 0};
-inline constexpr DashGeometry kSmallGeometryV1{4, 2, 4, 0};
-static_assert(kLargeGeometry.SegmentBytes() == 16320 && kLargeGeometryV1.SegmentBytes() == 16384);
-static_assert(kSmallGeometry.SegmentBytes() == 1984 && kSmallGeometryV1.SegmentBytes() == 1792);
-static_assert(kLargeGeometryV1.Encode() == 0x0000000E0003003Cull);  // layout 1: bits 48+ zero
+inline constexpr DashGeometry kLargeGeometry{60, 3, 14, 0};
+inline constexpr DashGeometry kSmallGeometry{4, 2, 4, 0};
+// Layout 2's (index parameter layout=2: segments staggered across cache sets).
+inline constexpr DashGeometry kLargeGeometryV2{59, 3, 14, 4};
+inline constexpr DashGeometry kSmallGeometryV2{4, 2, 4, 4};
+static_assert(kLargeGeometry.SegmentBytes() == 16384 && kLargeGeometryV2.SegmentBytes() == 16320);
+static_assert(kSmallGeometry.SegmentBytes() == 1792 && kSmallGeometryV2.SegmentBytes() == 1984);
+// Layout 1 pools are the pools made before layout 2 existed: nothing above bit 47.
+static_assert(kLargeGeometry.Encode() == 0x0000000E0003003Cull);
 // Index parameters (Options::index_params): the default, and the small geometry's.
-inline constexpr const char* kLargeParams = "dash geometry=large (59+3 buckets of 256 B, 14 slots)";
+inline constexpr const char* kLargeParams = "dash geometry=large (60+3 buckets of 256 B, 14 slots)";
 inline constexpr const char* kSmallParams = "dash geometry=small (4+2 buckets, 4 slots used)";
 
 // What a key's hash decides: directory entry (top bits), home bucket (low 32 bits, by
