@@ -6,6 +6,9 @@
 
 #include <bit>
 #include <cassert>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "hash/common/traits.h"
 #include "pm/alloc.h"
@@ -108,10 +111,19 @@ inline uint32_t ZeroBytes(uint64_t x) {
 }
 #endif
 
-// Slots of b whose alloc bit is set and whose fingerprint is fp. Without TSan: the metadata's
-// words 1-3 (bitmap and fp[0..1], fp[2..9], fp[10..13]) compared 8 bytes at a time.
+// Slots of b whose alloc bit is set and whose fingerprint is fp. With SSE2 (without TSan):
+// fp[0..13] and the next two bytes in one 16-byte load, compared at once (5 instructions
+// where the 8-byte SWAR compare below takes about 30); what it reads racily, the caller's
+// version validation checks, as for every other word of the bucket.
 inline uint32_t Candidates(const Bucket* b, uint8_t fp) {
-#ifndef PMINDEX_TSAN
+#if !defined(PMINDEX_TSAN) && defined(__SSE2__)
+  const __m128i fps = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->fp));
+  const uint32_t match = static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_cmpeq_epi8(fps, _mm_set1_epi8(static_cast<char>(fp)))));
+  return match & Load(b->bitmap) & kAllocMask;
+#elif !defined(PMINDEX_TSAN)
+  // The metadata's words 1-3 (bitmap and fp[0..1], fp[2..9], fp[10..13]) compared 8 bytes at
+  // a time.
   using Word = uint64_t __attribute__((may_alias));
   const Word* w = reinterpret_cast<const Word*>(b);
   const uint64_t pattern = 0x0101010101010101ull * fp;
