@@ -180,18 +180,17 @@ uint32_t OverflowTargets(const Bucket* b, uint8_t fp, bool member) {
 }
 }  // namespace
 
-uint32_t DashTable::stash_targets(uint64_t seg, uint32_t b, uint8_t fp) const {
+uint32_t DashTable::stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const {
   // kOvfCounted stands for the header's counter (a set flag over a zero count: extra probes).
-  if (Load(bucket(seg, b)->ovf_member) & kOvfCounted) return (1u << geo_.stash) - 1;
-  return (OverflowTargets(bucket(seg, b), fp, false) |
-          OverflowTargets(bucket(seg, next(b)), fp, true)) &
+  if (Load(b0->ovf_member) & kOvfCounted) return (1u << geo_.stash) - 1;
+  return (OverflowTargets(b0, fp, false) | OverflowTargets(b1, fp, true)) &
          ((1u << geo_.stash) - 1);
 }
 
-int DashTable::probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
-                           uint64_t* value) const {
+int DashTable::probe_stash(uint64_t seg, const Bucket* b0, const Bucket* b1, const KeyHash& kh,
+                           uint64_t key, uint64_t* value) const {
   const uint8_t fp = kh.Fp();
-  uint32_t targets = stash_targets(seg, b, fp);
+  uint32_t targets = stash_targets(b0, b1, fp);
   const bool wait = !pm::mutant("dash.reader_ignores_lock");
   while (targets != 0) {
     const uint32_t s = static_cast<uint32_t>(__builtin_ctz(targets));
@@ -242,7 +241,7 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
     *value = Load(b1->slot[i].value);
     found = 1;
   } else {
-    found = probe_stash(seg, b, kh, key, value);
+    found = probe_stash(seg, b0, b1, kh, key, value);
   }
   // After b's ReadBegin (an acquire): a split that ended before it has repointed the entry.
   const bool moved = found == 0 && segment_for(kh) != seg;

@@ -115,12 +115,13 @@ class DashTable final : public Index {
   // Reads (dash.cc).
   // Searches one bucket for key; its slot or -1. Relaxed atomic loads only.
   int probe(const Bucket* b, uint64_t key, uint8_t fp) const;
-  // The stash buckets that may hold a key of home b with fingerprint fp (a bit each).
-  uint32_t stash_targets(uint64_t seg, uint32_t b, uint8_t fp) const;
-  // Searches the stash of seg for key (under b's and b+1's read versions): 1 found, 0 not,
+  // The stash buckets that may hold a key of home b0 (b1: the bucket after it) with
+  // fingerprint fp (a bit each).
+  uint32_t stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const;
+  // Searches the stash of seg for key (under b0's and b1's read versions): 1 found, 0 not,
   // -1 retry.
-  int probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
-                  uint64_t* value) const;
+  int probe_stash(uint64_t seg, const Bucket* b0, const Bucket* b1, const KeyHash& kh,
+                  uint64_t key, uint64_t* value) const;
   // 1 found, 0 absent, -1 retry (a writer or a split changed what was read).
   int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
 
