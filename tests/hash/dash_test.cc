@@ -96,6 +96,44 @@ TEST(DashModelTest, LockstepLargeGeometry) {
   Lockstep(LargePool(), Scale(8000), Scale(30000), seed);
 }
 
+// Layout 2 (index parameter layout=2: a pad before the buckets staggers segments across
+// cache sets): lockstep with a reopen in both geometries; its geometry word carries the
+// stagger, the default's (layout 1, the pools made before layout 2) nothing above bit 47. The
+// segments of a grown table (small geometry: 2 KiB blocks) take all four pads, so every
+// bucket placement runs. An unknown layout is refused.
+TEST(DashModelTest, LayoutTwoStaggersSegments) {
+  const uint64_t seed = TestSeed(15);
+  Options small = SmallPool();
+  small.index_params = std::string(hash::dash::kSmallParams) + " layout=2";
+  Lockstep(small, Scale(1000), Scale(8000), seed);
+  Options large = LargePool();
+  large.index_params = "dash layout=2";
+  Lockstep(large, Scale(4000), Scale(12000), seed + 1);
+  static_assert(hash::dash::kSmallGeometry.Encode() >> 48 == 0);
+  static_assert(hash::dash::kSmallGeometryV2.Encode() >> 48 == 4);
+
+  TempDir dir;
+  ModelChecker c(TestSeed(16));
+  ASSERT_NO_FATAL_FAILURE(c.create("dash", dir.file("pool"), small));
+  for (uint64_t k = 0; k < 400; ++k) ASSERT_NO_FATAL_FAILURE(c.insert(K(k), V(k)));
+  struct Pads : BlockVisitor {
+    uint32_t seen = 0;
+    Status visit(uint64_t off) override {
+      seen |= 1u << ((off >> 11) & 3);  // the pad's k (the directory's block counts too)
+      return Status::OK();
+    }
+  } pads;
+  ASSERT_TRUE(c.index().visit_blocks(pads).ok());
+  EXPECT_GT(Node(c.index(), "segments"), 16u);
+  EXPECT_EQ(pads.seen, 0xFu);
+  ASSERT_NO_FATAL_FAILURE(c.reopen());
+  ASSERT_NO_FATAL_FAILURE(c.check_all());
+
+  Options bad = SmallPool();
+  bad.index_params = "dash layout=3";
+  EXPECT_TRUE(CreateIndex("dash", dir.file("pool2"), bad).status().IsInvalidArgument());
+}
+
 // Every 8-byte key is a key: 0, the largest, single bits, and keys that differ only in
 // their top or bottom byte; values too (0 and all ones).
 TEST(DashModelTest, EveryKindOfKeyIncludingZero) {

@@ -100,8 +100,10 @@ class DashTable final : public Index {
   explicit DashTable(std::unique_ptr<Pool> pool);
 
   SegmentHeader* hdr(uint64_t seg) const { return reinterpret_cast<SegmentHeader*>(base_ + seg); }
+  // The pad before seg's buckets (layout.h): 64 x ((seg >> log2(block)) mod 4), 0 in layout 1.
+  uint64_t pad(uint64_t seg) const { return ((seg >> stagger_shift_) & stagger_mask_) * 64; }
   Bucket* bucket(uint64_t seg, uint32_t i) const {
-    return reinterpret_cast<Bucket*>(base_ + seg + kBucketBytes * (1 + i));
+    return reinterpret_cast<Bucket*>(base_ + seg + kBucketBytes + pad(seg) + kBucketBytes * i);
   }
   Directory* dir_at(uint64_t off) const { return reinterpret_cast<Directory*>(base_ + off); }
   uint32_t next(uint32_t b) const { return b + 1 == geo_.normal ? 0 : b + 1; }
@@ -113,12 +115,13 @@ class DashTable final : public Index {
   // Reads (dash.cc).
   // Searches one bucket for key; its slot or -1. Relaxed atomic loads only.
   int probe(const Bucket* b, uint64_t key, uint8_t fp) const;
-  // The stash buckets that may hold a key of home b with fingerprint fp (a bit each).
-  uint32_t stash_targets(uint64_t seg, uint32_t b, uint8_t fp) const;
-  // Searches the stash of seg for key (under b's and b+1's read versions): 1 found, 0 not,
+  // The stash buckets that may hold a key of home b0 (b1: the bucket after it) with
+  // fingerprint fp (a bit each).
+  uint32_t stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const;
+  // Searches the stash of seg for key (under b0's and b1's read versions): 1 found, 0 not,
   // -1 retry.
-  int probe_stash(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
-                  uint64_t* value) const;
+  int probe_stash(uint64_t seg, const Bucket* b0, const Bucket* b1, const KeyHash& kh,
+                  uint64_t key, uint64_t* value) const;
   // 1 found, 0 absent, -1 retry (a writer or a split changed what was read).
   int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
 
@@ -181,6 +184,8 @@ class DashTable final : public Index {
   uint32_t gen_;
   DashGeometry geo_;
   uint32_t slot_mask_;  // alloc bits of the slots in use
+  uint32_t stagger_shift_;  // log2 of the segment's block size (a power of two)
+  uint64_t stagger_mask_;   // 3 in layout 2, 0 in layout 1
   std::mutex split_mu_;  // splits, directory doubling, the first segment
 };
 

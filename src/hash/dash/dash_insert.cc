@@ -45,18 +45,20 @@ void DashTable::unlock_pair(uint64_t seg, uint32_t b) const {
 bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
                        Loc* loc) const {
   const uint8_t fp = kh.Fp();
-  int i = probe(bucket(seg, b), key, fp);
+  const Bucket* b0 = bucket(seg, b);
+  const Bucket* b1 = bucket(seg, next(b));
+  int i = probe(b0, key, fp);
   if (i >= 0) {
     *loc = {b, static_cast<uint32_t>(i)};
     return true;
   }
-  i = probe(bucket(seg, next(b)), key, fp);
+  i = probe(b1, key, fp);
   if (i >= 0) {
     *loc = {next(b), static_cast<uint32_t>(i)};
     return true;
   }
   // The stash keys of home b are inserted and removed only under b's lock (held): stable.
-  for (uint32_t targets = stash_targets(seg, b, fp); targets != 0; targets &= targets - 1) {
+  for (uint32_t targets = stash_targets(b0, b1, fp); targets != 0; targets &= targets - 1) {
     const uint32_t s = static_cast<uint32_t>(__builtin_ctz(targets));
     i = probe(bucket(seg, geo_.normal + s), key, fp);
     if (i >= 0) {

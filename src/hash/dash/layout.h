@@ -1,14 +1,31 @@
 // Dash's persistent layouts (Lu, Hao, Wang, Lo, "Dash: Scalable Hashing on Persistent
-// Memory", VLDB 2020): the 256-byte bucket, the segment header, the directory and the root
-// words, and the hash bits every path derives from a key.
+// Memory", VLDB 2020): the 256-byte bucket, the segment, its header, the directory and the
+// root words, and the hash bits every path derives from a key.
 //
-// A segment is one block: its header (one bucket's room), then `normal` buckets, then `stash`
-// buckets, 256 bytes each, so every bucket is one XPLine. Two geometries (DashGeometry):
+// A segment is one block. Layout 1 (the default; DashGeometry::stagger = 0): the header, then
+// `normal` buckets, then `stash` buckets, 256 bytes each, so every bucket is one XPLine.
+// Layout 2 (index parameter layout=2; stagger = 4):
+//
+//   off 0             SegmentHeader (256 B)
+//   off 256           pad: 64 x k bytes, k = (segment offset >> log2(block size)) mod 4
+//   off 256 + 64k     `normal` buckets, then `stash` buckets, 256 B each (64-byte aligned)
+//   up to 256 x (1 + normal + stash) + 192 bytes
+//
+// The pad staggers segments across cache sets: the allocator hands out power-of-two blocks
+// aligned to their size, so without it every bucket's first line (its metadata) falls at a
+// line index = 0 mod 4 and all buckets of all segments share a quarter of the cache's sets;
+// with it consecutive segments use the four residues. k is derived from the segment's pool
+// offset (a pure function: no reader reads the header for it). Measured (doc/dash.md): no
+// gain in CPU time on the machine at hand, and 27% more media writes per insert (a bucket
+// then straddles two XPLines), so it is not the default.
+// Two geometries (DashGeometry):
 //   large  60 normal + 3 stash: (1 + 60 + 3) x 256 = 16384 bytes, the 16 KiB size class
-//          exactly (the paper's 64 + 2..4 plus a header would take a 20 KiB block);
-//   small  4 normal + 2 stash, 4 slots of each bucket used: index parameter geometry=small
-//          (the crash campaign's, IndexRegistration::campaign_params, and the tests'), so that
-//          a few dozen keys split segments and double the directory.
+//          exactly (the paper's 64 + 2..4 plus a header would take a 20 KiB block); layout 2:
+//          59 + 3, 256 + 192 + 62 x 256 = 16320 bytes;
+//   small  4 normal + 2 stash, 4 slots of each bucket used (1792 bytes; layout 2: 1984):
+//          index parameter geometry=small (the crash campaign's,
+//          IndexRegistration::campaign_params, and the tests'), so that a few dozen keys
+//          split segments and double the directory.
 #ifndef PMINDEX_HASH_DASH_LAYOUT_H_
 #define PMINDEX_HASH_DASH_LAYOUT_H_
 
@@ -42,8 +59,8 @@ struct Slot {
   uint64_t value;  // 8 bytes, native order
 };
 
-// One bucket, 256 bytes, 256-byte aligned (one XPLine; its first cache line holds every
-// metadata byte and slots 0-1).
+// One bucket, 256 bytes, 64-byte aligned (its first cache line holds every metadata byte and
+// slots 0-1; one XPLine in layout 1, straddling two in layout 2 with a pad of 1-3 lines).
 //
 //   off  0  lock        pm::VersionLock word (pool generation); never flushed for itself
 //   off  8  bitmap      bits 0-13 alloc, 14-27 member (slot's key homed at the previous
@@ -58,7 +75,7 @@ struct Slot {
 // Bytes 8-15 (bitmap, ovf_member, ovf_stash, fp[0..1]) are one 8-byte word: an insert's
 // commit (alloc bit, member bit) and an overflow entry's valid bit are single-word stores.
 // Stash buckets use only lock, the alloc bits, fp and slot.
-struct alignas(kBucketBytes) Bucket {
+struct alignas(64) Bucket {
   uint64_t lock;
   uint32_t bitmap;
   uint8_t ovf_member;
@@ -67,7 +84,7 @@ struct alignas(kBucketBytes) Bucket {
   uint8_t ovf_fp[kOverflowFps];
   Slot slot[kSlots];
 };
-static_assert(sizeof(Bucket) == kBucketBytes && alignof(Bucket) == kBucketBytes);
+static_assert(sizeof(Bucket) == kBucketBytes && alignof(Bucket) == 64);
 static_assert(offsetof(Bucket, bitmap) == 8 && offsetof(Bucket, ovf_member) == 12 &&
               offsetof(Bucket, ovf_stash) == 13 && offsetof(Bucket, fp) == 14 &&
               offsetof(Bucket, ovf_fp) == 28 && offsetof(Bucket, slot) == 32);
@@ -122,7 +139,8 @@ inline constexpr size_t DirectoryBytes(uint32_t depth) { return 64 + (size_t{8} 
 //   off  0  magic      kDashMagic once initialized (the commit of initialization)
 //   off  8  kind       33
 //   off 16  directory  pool offset of the directory, 0 = empty table (made at first insert)
-//   off 24  geometry   normal buckets | stash buckets << 16 | slots used << 32
+//   off 24  geometry   normal buckets | stash buckets << 16 | slots used << 32 |
+//                      stagger << 48 (0: layout 1, the default; 4: layout 2)
 struct DashRoot {
   uint64_t magic;
   uint64_t kind;
@@ -136,24 +154,36 @@ inline constexpr uint64_t kDashMagic = 0x3168736168736164ull;  // "dashhsh1"
 inline constexpr IndexKind kDashKind = IndexKind{33};            // never reuse (doc/format.md)
 
 struct DashGeometry {
-  uint32_t normal;  // normal buckets per segment
-  uint32_t stash;   // stash buckets per segment
-  uint32_t slots;   // slots used per bucket (<= kSlots)
-  uint64_t Encode() const {
-    return uint64_t{normal} | (uint64_t{stash} << 16) | (uint64_t{slots} << 32);
+  uint32_t normal;   // normal buckets per segment
+  uint32_t stash;    // stash buckets per segment
+  uint32_t slots;    // slots used per bucket (<= kSlots)
+  uint32_t stagger;  // pad steps of 64 bytes before the buckets: 4 (layout 2) or 0 (layout 1)
+  constexpr uint64_t Encode() const {
+    return uint64_t{normal} | (uint64_t{stash} << 16) | (uint64_t{slots} << 32) |
+           (uint64_t{stagger} << 48);
   }
-  static DashGeometry Decode(uint64_t g) {
+  static constexpr DashGeometry Decode(uint64_t g) {
     return {static_cast<uint32_t>(g & 0xFFFF), static_cast<uint32_t>((g >> 16) & 0xFFFF),
-            static_cast<uint32_t>((g >> 32) & 0xFFFF)};
+            static_cast<uint32_t>((g >> 32) & 0xFFFF), static_cast<uint32_t>(g >> 48)};
   }
-  bool Valid() const {
+  constexpr bool Valid() const {
     return normal >= 4 && normal <= kMaxNormal && stash >= 1 && stash <= kMaxStash &&
-           slots >= 1 && slots <= kSlots;
+           slots >= 1 && slots <= kSlots && (stagger == 0 || stagger == 4);
   }
-  size_t SegmentBytes() const { return kBucketBytes * (1 + normal + stash); }
+  // The block to allocate: header, the largest pad, the buckets.
+  constexpr size_t SegmentBytes() const {
+    return kBucketBytes * (1 + normal + stash) + (stagger == 0 ? 0 : 64 * (stagger - 1));
+  }
 };
-inline constexpr DashGeometry kLargeGeometry{60, 3, 14};
-inline constexpr DashGeometry kSmallGeometry{4, 2, 4};
+inline constexpr DashGeometry kLargeGeometry{60, 3, 14, 0};
+inline constexpr DashGeometry kSmallGeometry{4, 2, 4, 0};
+// Layout 2's (index parameter layout=2: segments staggered across cache sets).
+inline constexpr DashGeometry kLargeGeometryV2{59, 3, 14, 4};
+inline constexpr DashGeometry kSmallGeometryV2{4, 2, 4, 4};
+static_assert(kLargeGeometry.SegmentBytes() == 16384 && kLargeGeometryV2.SegmentBytes() == 16320);
+static_assert(kSmallGeometry.SegmentBytes() == 1792 && kSmallGeometryV2.SegmentBytes() == 1984);
+// Layout 1 pools are the pools made before layout 2 existed: nothing above bit 47.
+static_assert(kLargeGeometry.Encode() == 0x0000000E0003003Cull);
 // Index parameters (Options::index_params): the default, and the small geometry's.
 inline constexpr const char* kLargeParams = "dash geometry=large (60+3 buckets of 256 B, 14 slots)";
 inline constexpr const char* kSmallParams = "dash geometry=small (4+2 buckets, 4 slots used)";
