@@ -97,16 +97,34 @@ class Roart::ScanAccess {
       leaves[n++] = radix::MakeChild(LeafEntryOffset(e), kTagLeaf);
       pm::PrefetchLine(base_ + LeafEntryOffset(e));
     }
+    // Sorted by the keys' first 8 bytes as one big-endian integer (zero-padded: a differing
+    // padded prefix orders the keys as their bytes do), the whole keys only on a tie: a
+    // memcmp per comparison was half of a 100-key scan's instructions.
+    struct ByPrefix {
+      uint64_t prefix;
+      Word w;
+    };
+    ByPrefix sorted[kLeafArraySize];
     size_t k = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (LeafKey(leaves[i]) >= start) leaves[k++] = leaves[i];
-    std::sort(leaves, leaves + k, [this](Word a, Word b) { return LeafKey(a) < LeafKey(b); });
+    for (size_t i = 0; i < n; ++i) {
+      const std::string_view key = LeafKey(leaves[i]);
+      if (key >= start) sorted[k++] = {PaddedPrefix(key), leaves[i]};
+    }
+    std::sort(sorted, sorted + k, [this](const ByPrefix& a, const ByPrefix& b) {
+      return a.prefix != b.prefix ? a.prefix < b.prefix : LeafKey(a.w) < LeafKey(b.w);
+    });
     k = std::min(k, limit);
-    std::copy(leaves, leaves + k, kids);
+    for (size_t i = 0; i < k; ++i) kids[i] = sorted[i].w;
     return k;
   }
 
  private:
+  // A key's first 8 bytes, zero-padded, as a big-endian integer.
+  static uint64_t PaddedPrefix(std::string_view key) {
+    uint64_t be = 0;
+    if (!key.empty()) std::memcpy(&be, key.data(), std::min<size_t>(key.size(), 8));
+    return __builtin_bswap64(be);
+  }
   const NodeHeader* node(Word w) const {
     return reinterpret_cast<const NodeHeader*>(base_ + OffsetOf(w));
   }
