@@ -660,7 +660,8 @@ bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
+bool HybridTree<Layout>::native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v,
+                                                Status* out) {
   if constexpr (kMicroLogSplit) {
     Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
     if (!block.ok()) return replace(leaf, op, k, v, out);  // a full pool: the shared path

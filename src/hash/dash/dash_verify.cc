@@ -17,7 +17,8 @@ Status Breach(uint64_t seg, uint32_t b, uint32_t slot, const std::string& what) 
 
 // Does an overflow entry of home b (or of b+1, as member) or b's counter cover a stash key?
 bool DashTable::overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const {
-  return (stash_targets(bucket(seg, b), bucket(seg, next(b)), fp) >> stash) & 1;  // the counter's flag included
+  // The counter's flag included.
+  return (stash_targets(bucket(seg, b), bucket(seg, next(b)), fp) >> stash) & 1;
 }
 
 Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
