@@ -66,6 +66,7 @@ struct KillRun {
   uint32_t threads;
   std::string path;  // the pool, reopened by every cycle
   ThreadSlot* slots;  // one per thread, in memory shared with the child
+  bool conditional;   // the pool's traits().conditional_writes (a variant may clear it)
 };
 
 // Runs `op` on the index, its result unchecked (the parent checks the pool after the kill).
@@ -166,7 +167,8 @@ void ExpectAfterKill(const KillRun& run, uint32_t cycle, const Model& model, Exp
     const uint64_t pending = run.slots[t].pending.load();
     OpGenerator gen = ThreadGenerator(run.o, run.reg.traits, cycle, t);
     // A failed op (insert of a present key, ...) changed nothing, in the model as in the index.
-    for (uint64_t i = 0; i < acked; ++i) ApplyToModel(e->before, gen.next()).IgnoreError();
+    for (uint64_t i = 0; i < acked; ++i)
+      ApplyToModel(e->before, gen.next(), run.conditional).IgnoreError();
     *acked_ops += acked;
     if (pending > acked) {
       e->pending_ops.push_back(gen.next());
@@ -220,17 +222,19 @@ CampaignResult RunKillCampaign(const CampaignOptions& o) {
   const std::string path = o.dir + "/pmindex-kill-" + o.index + "-" + std::to_string(::getpid()) +
                            "-" + std::to_string(o.seed) + ".pool";
   ::unlink(path.c_str());
+  bool conditional = true;
   {
     Result<std::unique_ptr<Index>> created = CreateIndex(o.index, path, KillPoolOptions(o));
     if (!created.ok()) {
       res.error = created.status();
       return res;
     }
+    conditional = created.value()->traits().conditional_writes;
   }
   void* shm = ::mmap(nullptr, sizeof(ThreadSlot) * threads, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   const KillRun run{o, *reg, !reg->traits.byte_keys, threads, path,
-                    static_cast<ThreadSlot*>(shm)};
+                    static_cast<ThreadSlot*>(shm), conditional};
   std::mt19937_64 rng(o.seed);
   Model model;  // what the pool holds after the last checked recovery
 

@@ -45,8 +45,12 @@ std::string DescribeOp(const Op& op, bool int_keys) {
   return s;
 }
 
-Status ApplyToModel(Model& model, const Op& op) {
+Status ApplyToModel(Model& model, const Op& op, bool conditional) {
   auto it = model.find(op.key);
+  if (!conditional && (op.kind == OpKind::kInsert || op.kind == OpKind::kUpdate)) {
+    model[op.key] = op.value;  // a blind write (IndexTraits::conditional_writes)
+    return Status::OK();
+  }
   switch (op.kind) {
     case OpKind::kInsert:
       if (it != model.end()) return Status::AlreadyExists();
@@ -194,7 +198,7 @@ Status RunOp(Index& index, Model& model, const Op& op, bool int_keys) {
     case OpKind::kReadModifyWrite:
       return Status::InvalidArgument(DescribeOp(op, int_keys) + ": not a campaign operation");
   }
-  Status want = ApplyToModel(model, op);
+  Status want = ApplyToModel(model, op, index.traits().conditional_writes);
   if (got.code() != want.code())
     return Status::Corruption(DescribeOp(op, int_keys) + ": index returned " + got.ToString() +
                               ", model expects " + want.ToString());
@@ -211,7 +215,8 @@ Status CheckAgainstModel(Index& index, const Model& before, const std::vector<co
   for (const Op* op : inflight)
     if (auto b = before.find(op->key); b != before.end()) touched_before.insert(*b);
   touched_after = touched_before;
-  for (const Op* op : inflight) ApplyToModel(touched_after, *op).IgnoreError();
+  for (const Op* op : inflight)
+    ApplyToModel(touched_after, *op, t.conditional_writes).IgnoreError();
   auto is_touched = [&](const std::string& k) {
     for (const Op* op : inflight)
       if (op->key == k) return true;

@@ -36,8 +36,9 @@ std::string DescribeOp(const Op& op, bool int_keys);
 
 using Model = std::map<std::string, std::string>;
 
-// Applies `op` to a model; returns the Status the index must return.
-Status ApplyToModel(Model& model, const Op& op);
+// Applies `op` to a model; returns the Status the index must return. `conditional` is the
+// index's traits().conditional_writes: false makes insert and update upserts.
+Status ApplyToModel(Model& model, const Op& op, bool conditional = true);
 
 // Generates seeded operations suited to an index's traits: integer keys for every index,
 // and byte-string keys of varied length with shared prefixes where the index takes them.

@@ -90,6 +90,11 @@ struct IndexTraits {
   // Values of any size 0..max_value_size accepted also without byte_keys (a pool created
   // with Options::max_value_size: out-of-line values).
   bool any_value_size = false;
+  // false: insert and update do not look for the key first (a design's "blind" writes, e.g.
+  // NV-Tree's basic variant, `nvtree writes=basic`): both behave as upsert and never return
+  // AlreadyExists or NotFound; remove still returns NotFound for an absent key. A pool's
+  // variant can set it, so read it from the open index.
+  bool conditional_writes = true;
   std::string concurrency;      // e.g. "concurrent (optimistic lock coupling)"
   std::string durability;       // what a crash preserves, for the workbench output
   std::string description;      // one line for `pmindex list`
@@ -105,11 +110,13 @@ class Index {
   // OpenOrCreateIndex) may also return InvalidArgument when the index is closed ("index is
   // closed"), or when a key or value is outside traits() limits (before the index sees it).
 
-  // Adds key -> value. AlreadyExists if the key is present (nothing written), InvalidArgument
+  // Adds key -> value. AlreadyExists if the key is present (nothing written; with
+  // traits().conditional_writes false, the value is replaced instead), InvalidArgument
   // if key or value exceed the index's limits, OutOfSpace if the pool is full (the index stays
   // usable: removes make room).
   virtual Status insert(std::string_view key, std::string_view value) = 0;
-  // Replaces the value of a present key. NotFound if absent (nothing written), InvalidArgument,
+  // Replaces the value of a present key. NotFound if absent (nothing written; with
+  // traits().conditional_writes false, the key is added instead), InvalidArgument,
   // OutOfSpace as insert.
   virtual Status update(std::string_view key, std::string_view value) = 0;
   // insert or update; errors as insert.

@@ -2,8 +2,8 @@
 // insert, update and upsert append without looking for the key. In lockstep with a model of
 // those semantics (insert and update are upserts; remove reports NotFound), verify() and
 // reopens; recovery after a crash leaks nothing; the crash campaign with writes=basic at
-// every fence, torn lines too, on the scenarios (the random workload's model expects
-// AlreadyExists and NotFound, which this variant does not report); its mutant caught.
+// every fence, torn lines too, on the scenarios and on its random workload (whose model reads
+// the pool's traits().conditional_writes, false here), the kill campaign; its mutant caught.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -149,7 +149,7 @@ crashtest::CampaignOptions Campaign(const std::string& scenario) {
   o.images = 2;
   o.torn = true;
   o.torn_images = 2;
-  o.continuation_ops = 0;  // a random continuation would expect AlreadyExists / NotFound
+  o.continuation_ops = 0;  // the random workload's own test below continues
   o.timeout_seconds = CampaignTimeout();
   if (Sanitized()) o.points = 30;
   return o;
@@ -171,6 +171,40 @@ TEST(NVTreeBasicCrashTest, ScenariosAtEveryFence) {
     EXPECT_TRUE(r.failures.empty()) << crashtest::FormatResult(r);
     std::printf("%s\n", crashtest::FormatResult(r).c_str());
   }
+}
+
+// The pool tells its semantics: the campaign's model reads them from the open index.
+TEST(NVTreeBasicCrashTest, ThePoolSaysItsWritesAreBlind) {
+  TempDir dir;
+  auto basic = CreateIndex("nvtree", dir.file("basic.pool"), BasicOptions());
+  ASSERT_TRUE(basic.ok()) << basic.status().ToString();
+  EXPECT_FALSE(basic.value()->traits().conditional_writes);
+  auto plain = CreateIndex("nvtree", dir.file("plain.pool"), BTreeOptions(64ull << 20));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(plain.value()->traits().conditional_writes);
+}
+
+// The random workload (inserts of present keys, updates of absent ones, removes, scans) at
+// every fence with torn lines and its continuations, and the kill campaign, both modelling
+// blind writes.
+TEST(NVTreeBasicCrashTest, RandomWorkloadAndKills) {
+  crashtest::CampaignOptions o = Campaign("");
+  o.ops = Scale(150);
+  o.continuation_ops = 100;
+  o.continuation_every = 16;
+  o.seed = 11;
+  crashtest::CampaignResult r = crashtest::RunAdrCampaign(o);
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.failures.empty()) << crashtest::FormatResult(r);
+  std::printf("%s\n", crashtest::FormatResult(r).c_str());
+  crashtest::CampaignOptions k = Campaign("");
+  k.ops = 400;
+  k.cycles = Sanitized() ? 3 : 8;
+  k.threads = 2;
+  crashtest::CampaignResult kr = crashtest::RunKillCampaign(k);
+  ASSERT_TRUE(kr.error.ok()) << kr.error.ToString();
+  EXPECT_TRUE(kr.failures.empty()) << crashtest::FormatResult(kr);
+  std::printf("%s\n", crashtest::FormatResult(kr).c_str());
 }
 
 TEST(NVTreeBasicCrashTest, MutantsAreCaught) {

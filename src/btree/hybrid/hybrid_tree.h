@@ -150,10 +150,8 @@ class HybridTree final : public Index {
   // A destructor cannot report an error: users who need to see one call close() first.
   ~HybridTree() override { close().IgnoreError(); }
 
-  const IndexTraits& traits() const override {
-    static const IndexTraits traits = Traits();
-    return traits;
-  }
+  // The pool's: a variant may change them (writes=basic: conditional_writes false).
+  const IndexTraits& traits() const override { return traits_; }
 
   Status insert(std::string_view key, std::string_view value) override {
     return write<Op::kInsert>(key, value);
@@ -224,6 +222,7 @@ class HybridTree final : public Index {
  private:
   HybridTree(std::unique_ptr<Pool> pool, const HybridVariant& variant)
       : variant_(variant),
+        traits_(TraitsFor(variant)),
         pool_(std::move(pool)),
         pc_(&pool_->persist_context()),
         base_(pool_->base()),
@@ -323,7 +322,17 @@ class HybridTree final : public Index {
   static constexpr bool kRetraverse = LayoutVariants().retraverse_readers;
   static constexpr bool kMicroLogSplit = requires { Layout::kMicroLogSplit; };
 
+  static IndexTraits TraitsFor(const HybridVariant& v) {
+    IndexTraits t = Traits();
+    if (v.basic_writes) {
+      t.conditional_writes = false;
+      t.description += " (writes=basic: blind appends, insert and update are upserts)";
+    }
+    return t;
+  }
+
   const HybridVariant variant_;  // the pool's variant (variant.h)
+  const IndexTraits traits_;     // Traits() as the variant changes them
   std::unique_ptr<Pool> pool_;
   pm::PersistContext* pc_;  // the pool's persistence seam
   char* base_;
