@@ -108,7 +108,7 @@ TEST(DashModelTest, LayoutTwoStaggersSegments) {
   Lockstep(small, Scale(1000), Scale(8000), seed);
   Options large = LargePool();
   large.index_params = "dash layout=2";
-  Lockstep(large, Scale(4000), Scale(12000), seed + 1);
+  Lockstep(large, 4000, 12000, seed + 1);  // unscaled: the large segments must split
   static_assert(hash::dash::kSmallGeometry.Encode() >> 48 == 0);
   static_assert(hash::dash::kSmallGeometryV2.Encode() >> 48 == 4);
 
