@@ -60,27 +60,25 @@ inline Status Choose(std::string_view name, std::string_view params, std::string
 
 inline Result<HybridVariant> ParseHybridVariant(std::string_view name, std::string_view params,
                                                 const HybridVariantSupport& can) {
-  using variant_detail::Choose;
   HybridVariant v;
-  if (Status s = Choose(name, params, "log_persist", "locked", "parallel",
-                        can.parallel_log_persist, &v.parallel_log_persist);
-      !s.ok())
-    return s;
-  if (Status s = Choose(name, params, "readers", "wait", "retraverse", can.retraverse_readers,
-                        &v.retraverse_readers);
-      !s.ok())
-    return s;
-  if (Status s = Choose(name, params, "split", "cow", "native", can.native_split,
-                        &v.native_split);
-      !s.ok())
-    return s;
-  if (Status s = Choose(name, params, "writes", "conditional", "basic", can.basic_writes,
-                        &v.basic_writes);
-      !s.ok())
-    return s;
-  if (Status s = Choose(name, params, "inner", "dram", "pm", can.pm_inner, &v.pm_inner);
-      !s.ok())
-    return s;
+  struct Key {
+    std::string_view key, fallback, other;
+    bool supported;
+    bool* out;
+  };
+  const Key keys[] = {
+      {"log_persist", "locked", "parallel", can.parallel_log_persist, &v.parallel_log_persist},
+      {"readers", "wait", "retraverse", can.retraverse_readers, &v.retraverse_readers},
+      {"split", "cow", "native", can.native_split, &v.native_split},
+      {"writes", "conditional", "basic", can.basic_writes, &v.basic_writes},
+      {"inner", "dram", "pm", can.pm_inner, &v.pm_inner},
+  };
+  for (const Key& k : keys) {
+    if (Status s = variant_detail::Choose(name, params, k.key, k.fallback, k.other, k.supported,
+                                          k.out);
+        !s.ok())
+      return s;
+  }
   return v;
 }
 
