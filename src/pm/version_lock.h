@@ -52,6 +52,10 @@ class VersionLock {
                         bool wait_for_writer = true) {
     for (int spins = 0;; ++spins) {
       const uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+      if ((w & (kLocked | kObsolete)) == 0) [[likely]] {  // neither bit: any generation
+        *version = w;
+        return true;
+      }
       if (Obsolete(w, gen)) return false;
       if (!wait_for_writer) {
         *version = w & ~kLocked;

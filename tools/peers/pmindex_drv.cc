@@ -7,6 +7,8 @@
 // The pool's directory is $PMINDEX_DRV_POOL_DIR, default /dev/shm (a huge-page tmpfs there
 // measures what the TLB walks of 4 KiB pages cost). With PEERS_COUNTS=1 in the environment it
 // also prints, to stderr, the pool's flushed lines and fences of the whole run (its counters).
+// $PMINDEX_DRV_PARAMS, if set, replaces the index's default parameters (Options::index_params,
+// e.g. "dash layout=2").
 #include <pmindex/index.h>
 #include <pmindex/options.h>
 #include <pmindex/pool.h>
@@ -74,6 +76,8 @@ int main(int argc, char** argv) {
   options.pool_size = 2ull << 30;
   options.prefault = true;
   options.model_media = false;
+  if (const char* params = std::getenv("PMINDEX_DRV_PARAMS"); params != nullptr)
+    options.index_params = params;
   const char* dir = std::getenv("PMINDEX_DRV_POOL_DIR");
   const std::string path = std::string(dir != nullptr && *dir != '\0' ? dir : "/dev/shm") +
                            "/pmindex-peers-" + name + "-" + std::to_string(::getpid()) + ".pool";

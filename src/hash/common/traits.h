@@ -4,6 +4,8 @@
 #ifndef PMINDEX_HASH_COMMON_TRAITS_H_
 #define PMINDEX_HASH_COMMON_TRAITS_H_
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -25,6 +27,14 @@ inline IndexTraits HashTraits(std::string name, IndexKind kind, std::string conc
   t.durability = "every acknowledged operation survives power failure";
   t.description = std::move(description);
   return t;
+}
+
+// A lookup's answer: the 8-byte value v into *out, in place when *out already holds 8
+// bytes (a caller that reuses its string: no call into std::string on the hot path).
+[[gnu::always_inline]] inline void SetIntValue(std::string* out, uint64_t v) {
+  if (out->size() != 8) [[unlikely]]
+    out->resize(8);
+  std::memcpy(out->data(), &v, 8);
 }
 
 }  // namespace pmindex::hash

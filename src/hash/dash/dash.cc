@@ -6,9 +6,6 @@
 
 #include <bit>
 #include <cassert>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "hash/common/traits.h"
 #include "pm/alloc.h"
@@ -75,12 +72,14 @@ Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, boo
 
 Status DashTable::close() {
   if (pool_ == nullptr) return Status::OK();
+  for (const uint64_t dir : old_dirs_) pool_->allocator().free(dir);  // no reader is left
+  old_dirs_.clear();
   Status s = pool_->Close();
   pool_.reset();
   return s;
 }
 
-Status DashTable::check(std::string_view key, std::string_view value, bool has_value) const {
+Status DashTable::invalid(std::string_view key, std::string_view value, bool has_value) const {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
   if (key.size() != 8) return Status::InvalidArgument("dash keys are 8 bytes");
   if (has_value && value.size() != 8) return Status::InvalidArgument("dash values are 8 bytes");
@@ -92,105 +91,11 @@ uint32_t DashTable::global_depth() const {
   return d == 0 ? 0 : static_cast<uint32_t>(Load(dir_at(d)->depth));
 }
 
-uint64_t DashTable::segment_for(const KeyHash& kh) const {
-  const uint64_t d = LoadAcquire(root_->directory);
-  if (d == 0) return 0;
-  const Directory* dir = dir_at(d);
-  return LoadAcquire(dir->seg[kh.DirIndex(static_cast<uint32_t>(Load(dir->depth)))]);
-}
-
 // ---- reads -------------------------------------------------------------------------------
 
-namespace {
-#ifndef PMINDEX_TSAN
-// Bit i set where byte i of x is zero (exact: no borrow crosses bytes).
-inline uint32_t ZeroBytes(uint64_t x) {
-  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
-  const uint64_t high = ~(((x & kLow7) + kLow7) | x | kLow7);  // 0x80 in each zero byte
-  return static_cast<uint32_t>(((high >> 7) * 0x0102040810204080ull) >> 56);
-}
-#endif
-
-// Slots of b whose alloc bit is set and whose fingerprint is fp. With SSE2 (without TSan):
-// fp[0..13] and the next two bytes in one 16-byte load, compared at once (5 instructions
-// where the 8-byte SWAR compare below takes about 30); what it reads racily, the caller's
-// version validation checks, as for every other word of the bucket.
-inline uint32_t Candidates(const Bucket* b, uint8_t fp) {
-#if !defined(PMINDEX_TSAN) && defined(__SSE2__)
-  const __m128i fps = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->fp));
-  const uint32_t match = static_cast<uint32_t>(
-      _mm_movemask_epi8(_mm_cmpeq_epi8(fps, _mm_set1_epi8(static_cast<char>(fp)))));
-  return match & Load(b->bitmap) & kAllocMask;
-#elif !defined(PMINDEX_TSAN)
-  // The metadata's words 1-3 (bitmap and fp[0..1], fp[2..9], fp[10..13]) compared 8 bytes at
-  // a time.
-  using Word = uint64_t __attribute__((may_alias));
-  const Word* w = reinterpret_cast<const Word*>(b);
-  const uint64_t pattern = 0x0101010101010101ull * fp;
-  const uint64_t w1 = Load(w[1]);
-  const uint32_t match = (ZeroBytes(w1 ^ pattern) >> 6) | (ZeroBytes(Load(w[2]) ^ pattern) << 2) |
-                         ((ZeroBytes(Load(w[3]) ^ pattern) & 0xF) << 10);
-  return match & static_cast<uint32_t>(w1) & kAllocMask;
-#else  // byte loads: the writers' stores are bytes and words (TSan checks sizes)
-  uint32_t match = 0;
-  for (uint32_t bm = Load(b->bitmap) & kAllocMask; bm != 0; bm &= bm - 1) {
-    const int i = __builtin_ctz(bm);
-    if (Load(b->fp[i]) == fp) match |= 1u << i;
-  }
-  return match;
-#endif
-}
-}  // namespace
-
-int DashTable::probe(const Bucket* b, uint64_t key, uint8_t fp) const {
-  for (uint32_t m = Candidates(b, fp); m != 0; m &= m - 1) {
-    const int i = __builtin_ctz(m);
-    if (Load(b->slot[i].key) == key) return i;
-  }
-  return -1;
-}
-
-namespace {
-// The stash buckets that overflow entries of `b` point to for fingerprint fp; `member`: the
-// entries of keys homed at the previous bucket.
-uint32_t OverflowTargets(const Bucket* b, uint8_t fp, bool member) {
-  const uint32_t valid = (Load(b->bitmap) >> kOverflowShift) & 0xF;
-  if (valid == 0) return 0;
-  const uint32_t mem = Load(b->ovf_member);
-#ifndef PMINDEX_TSAN
-  // The four overflow fingerprints (bytes 28-31) compared in one word; matches are rare.
-  using Word = uint32_t __attribute__((may_alias));
-  const uint32_t fps = Load(*reinterpret_cast<const Word*>(b->ovf_fp));
-  uint32_t match = ZeroBytes(uint64_t{fps ^ (0x01010101u * fp)}) & valid & (member ? mem : ~mem);
-  if (match == 0) return 0;
-  const uint32_t stash = Load(b->ovf_stash);
-  uint32_t targets = 0;
-  for (; match != 0; match &= match - 1)
-    targets |= 1u << ((stash >> (2 * __builtin_ctz(match))) & 3);
-  return targets;
-#else  // byte loads: the writers' stores are bytes (TSan checks sizes)
-  const uint32_t stash = Load(b->ovf_stash);
-  uint32_t targets = 0;
-  for (uint32_t e = 0; e < kOverflowFps; ++e) {
-    if (((valid >> e) & 1) && ((mem >> e) & 1) == member && Load(b->ovf_fp[e]) == fp)
-      targets |= 1u << ((stash >> (2 * e)) & 3);
-  }
-  return targets;
-#endif
-}
-}  // namespace
-
-uint32_t DashTable::stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const {
-  // kOvfCounted stands for the header's counter (a set flag over a zero count: extra probes).
-  if (Load(b0->ovf_member) & kOvfCounted) return (1u << geo_.stash) - 1;
-  return (OverflowTargets(b0, fp, false) | OverflowTargets(b1, fp, true)) &
-         ((1u << geo_.stash) - 1);
-}
-
-int DashTable::probe_stash(uint64_t seg, const Bucket* b0, const Bucket* b1, const KeyHash& kh,
-                           uint64_t key, uint64_t* value) const {
+int DashTable::probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, uint64_t key,
+                           uint64_t* value) const {
   const uint8_t fp = kh.Fp();
-  uint32_t targets = stash_targets(b0, b1, fp);
   const bool wait = !pm::mutant("dash.reader_ignores_lock");
   while (targets != 0) {
     const uint32_t s = static_cast<uint32_t>(__builtin_ctz(targets));
@@ -223,25 +128,23 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   const uint8_t fp = kh.Fp();
   const Bucket* b0 = bucket(seg, b);
   const Bucket* b1 = bucket(seg, next(b));
-  // The pair lines of b and the metadata line of b+1 are fetched while b's metadata arrives.
-  pm::PrefetchLines(b0, 64, 256);
-  pm::PrefetchLine(b1);
   uint64_t v0 = 0;
+  uint64_t v1 = 0;
   VersionLock::ReadBegin(&b0->lock, gen_, &v0, wait);
+  VersionLock::ReadBegin(&b1->lock, gen_, &v1, wait);
   int i = probe(b0, key, fp);
   if (i >= 0) {
     *value = Load(b0->slot[i].value);
     return VersionLock::ReadValidate(&b0->lock, v0, wait) ? 1 : -1;
   }
-  uint64_t v1 = 0;
-  VersionLock::ReadBegin(&b1->lock, gen_, &v1, wait);
   i = probe(b1, key, fp);
   int found;
   if (i >= 0) {
     *value = Load(b1->slot[i].value);
     found = 1;
   } else {
-    found = probe_stash(seg, b0, b1, kh, key, value);
+    const uint32_t targets = MayHaveStashKeys(b0, b1) ? stash_targets(b0, b1, fp) : 0;
+    found = targets == 0 ? 0 : probe_stash(seg, targets, kh, key, value);
   }
   // After b's ReadBegin (an acquire): a split that ended before it has repointed the entry.
   const bool moved = found == 0 && segment_for(kh) != seg;
@@ -258,13 +161,10 @@ Status DashTable::lookup(std::string_view key, std::string* value) {
   const KeyHash kh(k);
   uint64_t v = 0;
   int r;
-  {
-    auto guard = pool_->allocator().epoch_guard();
-    while ((r = try_lookup(kh, k, &v)) == -1) {
-    }
+  while ((r = try_lookup(kh, k, &v)) == -1) {
   }
   if (r == 0) return Status::NotFound();
-  if (value != nullptr) value->assign(IntValue(v));
+  if (value != nullptr) SetIntValue(value, v);
   return Status::OK();
 }
 

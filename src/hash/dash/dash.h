@@ -46,9 +46,12 @@
 // read a bucket between VersionLock::ReadBegin (waiting while a writer holds it: a writer
 // unlocks only after its commit is durable, so a reader never returns a pair that is not)
 // and ReadValidate, and, to answer "absent", check that the directory still names the
-// segment (else a split moved the key: retry from the directory). Directories are freed
-// through the pool's epoch; every operation holds a guard. Segments are never freed (no
-// merge, as in Dash).
+// segment (else a split moved the key: retry from the directory). No operation holds an
+// epoch guard: the only blocks Dash replaces are directories, and a directory replaced by a
+// doubling stays allocated until close (a reader may still be in it; the old ones together
+// are smaller than the current one), so there is nothing for a guard to protect. A
+// lookup's instruction count decides how many lookups the CPU overlaps (doc/dash.md).
+// Segments are never freed (no merge, as in Dash).
 //
 // for_each under concurrent writers: every pair that is present throughout the iteration
 // is reported exactly once, unless a displacement or a split moves it during the iteration
@@ -60,7 +63,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "hash/dash/bucket_probe.h"
 #include "hash/dash/layout.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
@@ -108,26 +113,45 @@ class DashTable final : public Index {
   Directory* dir_at(uint64_t off) const { return reinterpret_cast<Directory*>(base_ + off); }
   uint32_t next(uint32_t b) const { return b + 1 == geo_.normal ? 0 : b + 1; }
   uint32_t prev(uint32_t b) const { return b == 0 ? geo_.normal - 1 : b - 1; }
-  Status check(std::string_view key, std::string_view value, bool has_value) const;
+  // InvalidArgument for a closed table or a key or value that is not 8 bytes.
+  Status check(std::string_view key, std::string_view value, bool has_value) const {
+    if (pool_ == nullptr || key.size() != 8 || (has_value && value.size() != 8)) [[unlikely]]
+      return invalid(key, value, has_value);
+    return Status::OK();
+  }
+  Status invalid(std::string_view key, std::string_view value, bool has_value) const;
   // The segment the directory names for h (0: empty table).
-  uint64_t segment_for(const KeyHash& kh) const;
+  uint64_t segment_for(const KeyHash& kh) const {
+    const uint64_t d = LoadAcquire(root_->directory);
+    if (d == 0) [[unlikely]]
+      return 0;
+    const Directory* dir = dir_at(d);
+    return LoadAcquire(dir->seg[kh.DirIndex(static_cast<uint32_t>(Load(dir->depth)))]);
+  }
 
   // Reads (dash.cc).
   // Searches one bucket for key; its slot or -1. Relaxed atomic loads only.
-  int probe(const Bucket* b, uint64_t key, uint8_t fp) const;
+  int probe(const Bucket* b, uint64_t key, uint8_t fp) const { return ProbeBucket(b, key, fp); }
   // The stash buckets that may hold a key of home b0 (b1: the bucket after it) with
   // fingerprint fp (a bit each).
-  uint32_t stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const;
-  // Searches the stash of seg for key (under b0's and b1's read versions): 1 found, 0 not,
-  // -1 retry.
-  int probe_stash(uint64_t seg, const Bucket* b0, const Bucket* b1, const KeyHash& kh,
-                  uint64_t key, uint64_t* value) const;
-  // 1 found, 0 absent, -1 retry (a writer or a split changed what was read).
-  int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
+  uint32_t stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const {
+    // kOvfCounted stands for the header's counter (a set flag over a zero count: extra
+    // probes).
+    if (Load(b0->ovf_member) & kOvfCounted) return (1u << geo_.stash) - 1;
+    return (OverflowTargets(b0, fp, false) | OverflowTargets(b1, fp, true)) &
+           ((1u << geo_.stash) - 1);
+  }
+  // Searches the stash buckets `targets` of seg for key (under the home buckets' read
+  // versions): 1 found, 0 not, -1 retry.
+  int probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, uint64_t key,
+                  uint64_t* value) const;
+  // 1 found, 0 absent, -1 retry (a writer or a split changed what was read). Inlined into
+  // lookup, its only caller.
+  [[gnu::always_inline]] inline int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
 
   // Writes (dash.cc, dash_insert.cc).
   Status put(Op op, uint64_t key, uint64_t value);
-  // One attempt under an epoch guard; *retry: read the directory again.
+  // One attempt; *retry: read the directory again.
   Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
   Status erase(uint64_t key);
   // Locks b and b+1 of the segment covering kh and checks that the directory still names it;
@@ -187,6 +211,7 @@ class DashTable final : public Index {
   uint32_t stagger_shift_;  // log2 of the segment's block size (a power of two)
   uint64_t stagger_mask_;   // 3 in layout 2, 0 in layout 1
   std::mutex split_mu_;  // splits, directory doubling, the first segment
+  std::vector<uint64_t> old_dirs_;  // directories replaced by doublings (split_mu_); freed at close
 };
 
 IndexRegistration Registration();

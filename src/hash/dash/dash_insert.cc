@@ -276,10 +276,9 @@ Status DashTable::create_first() {
   return Status::OK();
 }
 
-// One attempt under a guard; kRetry: read the directory again.
+// One attempt; *retry: read the directory again.
 Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
   const KeyHash kh(key);
-  auto guard = pool_->allocator().epoch_guard();
   *retry = true;
   if (LoadAcquire(root_->directory) == 0) {
     if (op == Op::kUpdate) {
@@ -322,18 +321,12 @@ Status DashTable::put(Op op, uint64_t key, uint64_t value) {
   for (;;) {
     bool retry;
     Status s = put_once(op, key, value, &retry);
-    if (s.IsOutOfSpace()) {
-      // Retired directories may be held back by this thread's guard: none is open here.
-      if (!pool_->allocator().reclaim_now()) return s;
-      continue;
-    }
     if (!retry || !s.ok()) return s;
   }
 }
 
 Status DashTable::erase(uint64_t key) {
   const KeyHash kh(key);
-  auto guard = pool_->allocator().epoch_guard();
   if (LoadAcquire(root_->directory) == 0) return Status::NotFound();
   uint64_t seg;
   uint32_t b;

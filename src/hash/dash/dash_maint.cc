@@ -140,7 +140,6 @@ Status DashTable::visit_blocks(BlockVisitor& visitor) {
 IndexStats DashTable::stats() {
   IndexStats st;
   if (pool_ == nullptr) return st;
-  auto guard = pool_->allocator().epoch_guard();
   const uint64_t dir = LoadAcquire(root_->directory);
   if (dir == 0) return st;
   const pm::Allocator& a = pool_->allocator();
@@ -166,7 +165,6 @@ IndexStats DashTable::stats() {
 // Under concurrent writers: each bucket is read consistently (its version); see dash.h.
 Status DashTable::for_each(ScanCallback fn) {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
-  auto guard = pool_->allocator().epoch_guard();
   const uint64_t dir_off = LoadAcquire(root_->directory);
   if (dir_off == 0) return Status::OK();
   const Directory* dir = dir_at(dir_off);

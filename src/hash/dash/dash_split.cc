@@ -70,7 +70,9 @@ Status DashTable::split(uint64_t seg, uint64_t dp) {
 }
 
 // A directory of twice the entries, each old entry twice, persisted before the root word
-// names it (one 8-byte store, persisted); the old one is retired through the epoch.
+// names it (one 8-byte store, persisted); the old one is kept until close (dash.h: readers
+// hold no guard). Unreachable from the commit on, so a crash leaves it to the allocator
+// rebuild.
 Result<uint64_t> DashTable::double_directory(uint64_t dir_off) {
   const Directory* old = dir_at(dir_off);
   const uint32_t g = static_cast<uint32_t>(Load(old->depth));
@@ -86,7 +88,7 @@ Result<uint64_t> DashTable::double_directory(uint64_t dir_off) {
   pc_->persist(nd, DirectoryBytes(g + 1));
   StoreRelease(root_->directory, *fresh);  // commit: before it, the new directory is unreachable
   pc_->persist(&root_->directory, 8);
-  pool_->allocator().retire(dir_off);
+  old_dirs_.push_back(dir_off);
   return *fresh;
 }
 

@@ -63,7 +63,6 @@ Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
 
 Status DashTable::verify() {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
-  auto guard = pool_->allocator().epoch_guard();
   uint64_t keys = 0;
   return walk([&](uint64_t seg, uint64_t) { return verify_segment(seg, &keys); });
 }

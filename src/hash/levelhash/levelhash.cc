@@ -257,7 +257,7 @@ Status LevelHash::lookup(std::string_view key, std::string* value) {
   while (!LookupOnce(k, &v, &found)) {
   }
   if (!found) return Status::NotFound();
-  if (value != nullptr) value->assign(reinterpret_cast<const char*>(&v), 8);
+  if (value != nullptr) SetIntValue(value, v);
   return Status::OK();
 }
 

@@ -185,7 +185,7 @@ Status PclhtIndex::lookup(std::string_view key, std::string* value) {
     hit = k == 0 ? find_zero(&v) : find(k, &v);
   }
   if (!hit) return Status::NotFound();
-  if (value != nullptr) value->assign(IntValue(v));
+  if (value != nullptr) SetIntValue(value, v);
   return Status::OK();
 }
 
