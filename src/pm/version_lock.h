@@ -95,7 +95,7 @@ class VersionLock {
   [[gnu::always_inline]] static bool LockInline(uint64_t* word, uint32_t gen,
                                                 uint64_t* held = nullptr) {
     uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
-    if (!Obsolete(w, gen) && !Held(w, gen)) [[likely]] {
+    if ((w & (kLocked | kObsolete)) == 0 || (!Obsolete(w, gen) && !Held(w, gen))) [[likely]] {
       const uint64_t locked = (uint64_t{gen} << 32) | (w & kVersionMask) | kLocked;
       if (__atomic_compare_exchange_n(word, &w, locked, false, __ATOMIC_ACQUIRE,
                                       __ATOMIC_RELAXED)) [[likely]] {

@@ -59,6 +59,7 @@
 #ifndef PMINDEX_HASH_DASH_DASH_H_
 #define PMINDEX_HASH_DASH_DASH_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -151,13 +152,18 @@ class DashTable final : public Index {
 
   // Writes (dash.cc, dash_insert.cc).
   Status put(Op op, uint64_t key, uint64_t value);
-  // One attempt; *retry: read the directory again.
-  Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
+  // One attempt; *retry: read the directory again. Inlined into put, its only caller.
+  [[gnu::always_inline]] inline Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
   Status erase(uint64_t key);
   // Locks b and b+1 of the segment covering kh and checks that the directory still names it;
   // false: retry.
-  bool lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const;
-  void unlock_pair(uint64_t seg, uint32_t b) const;
+  // (*held: the two lock words as locked, b's and b+1's, for unlock_pair.)
+  struct Held {
+    uint64_t w0;
+    uint64_t w1;
+  };
+  bool lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b, Held* held) const;
+  void unlock_pair(uint64_t seg, uint32_t b, const Held& held) const;
   // Under b's and b+1's locks: where key is, if present.
   bool locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, Loc* loc) const;
   // Under the locks: inserts a new key; false if the segment is full.
@@ -177,9 +183,13 @@ class DashTable final : public Index {
   // Splits (dash_split.cc).
   Status split(uint64_t seg, uint64_t dp);
   Result<uint64_t> double_directory(uint64_t dir_off);
-  void build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth, uint64_t pattern);
+  // The slots of each bucket of S that a split moves (bit j of entry i: bucket i's slot j).
+  using MovedSlots = std::array<uint32_t, kMaxNormal + kMaxStash>;
+  void build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth, uint64_t pattern,
+                         MovedSlots* moved);
   void point_directory(Directory* dir, uint32_t depth, uint64_t pattern, uint64_t target);
-  void remove_moved(uint64_t seg, uint32_t depth);
+  // `moved`: what build_new_segment recorded; null (recovery): each key's hash decides.
+  void remove_moved(uint64_t seg, uint32_t depth, const MovedSlots* moved = nullptr);
   // Clears and rebuilds every overflow entry and counter of seg from its stash buckets.
   void rebuild_overflow(uint64_t seg);
   void lock_all(uint64_t seg) const;

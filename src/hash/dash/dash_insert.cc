@@ -21,25 +21,30 @@ uint32_t ClearSlotBits(uint32_t bm, uint32_t slot) {
 }
 }  // namespace
 
-bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b) const {
+bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b, Held* held) const {
   *seg = segment_for(kh);
   *b = kh.Home(geo_.normal);
   const uint32_t n = next(*b);
-  pm::PrefetchLine(bucket(*seg, *b < n ? n : *b));  // fetched while the first lock is taken
-  VersionLock::LockInline(&bucket(*seg, *b < n ? *b : n)->lock, gen_);
-  VersionLock::LockInline(&bucket(*seg, *b < n ? n : *b)->lock, gen_);
+  Bucket* b0 = bucket(*seg, *b);
+  Bucket* b1 = bucket(*seg, n);
+  const bool wrap = n < *b;  // lower index first
+  pm::PrefetchLine(wrap ? b0 : b1);  // fetched while the first lock is taken
+  VersionLock::LockInline(&(wrap ? b1 : b0)->lock, gen_, wrap ? &held->w1 : &held->w0);
+  VersionLock::LockInline(&(wrap ? b0 : b1)->lock, gen_, wrap ? &held->w0 : &held->w1);
   // A split of seg repoints the directory while it holds every bucket lock of seg: with b's
   // lock held, a directory that still names seg means seg covers the key (its header's
   // pattern, one more cache line to miss, would say the same).
   if (segment_for(kh) == *seg) [[likely]]
     return true;
-  unlock_pair(*seg, *b);  // a split moved the key's range: read the directory again
+  unlock_pair(*seg, *b, *held);  // a split moved the key's range: read the directory again
   return false;
 }
 
-void DashTable::unlock_pair(uint64_t seg, uint32_t b) const {
-  VersionLock::Unlock(&bucket(seg, b)->lock, gen_);
-  VersionLock::Unlock(&bucket(seg, next(b))->lock, gen_);
+// The words as locked (no thread but the holder writes a held lock word): a store each, no
+// load of a line the commit's persist may just have written back.
+void DashTable::unlock_pair(uint64_t seg, uint32_t b, const Held& held) const {
+  VersionLock::Release(&bucket(seg, b)->lock, held.w0);
+  VersionLock::Release(&bucket(seg, next(b))->lock, held.w1);
 }
 
 bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
@@ -289,7 +294,8 @@ Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
   }
   uint64_t seg;
   uint32_t b;
-  if (!lock_pair(kh, &seg, &b)) return Status::OK();
+  Held held;
+  if (!lock_pair(kh, &seg, &b, &held)) return Status::OK();
   *retry = false;
   Loc loc;
   Status s;
@@ -305,11 +311,11 @@ Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
     s = Status::NotFound();
   } else if (!insert_new(seg, b, kh, key, value)) {
     const uint64_t dp = Load(hdr(seg)->depth_pattern);
-    unlock_pair(seg, b);
+    unlock_pair(seg, b, held);
     *retry = true;
     return split(seg, dp);
   }
-  unlock_pair(seg, b);
+  unlock_pair(seg, b, held);
   if (t_deferred_commit != nullptr) {  // dash.unlock_before_persist
     pc_->persist(t_deferred_commit, 4);
     t_deferred_commit = nullptr;
@@ -330,11 +336,12 @@ Status DashTable::erase(uint64_t key) {
   if (LoadAcquire(root_->directory) == 0) return Status::NotFound();
   uint64_t seg;
   uint32_t b;
-  while (!lock_pair(kh, &seg, &b)) {
+  Held held;
+  while (!lock_pair(kh, &seg, &b, &held)) {
   }
   Loc loc;
   if (!locate(seg, b, kh, key, &loc)) {
-    unlock_pair(seg, b);
+    unlock_pair(seg, b, held);
     return Status::NotFound();
   }
   Bucket* bk = bucket(seg, loc.bucket);
@@ -348,7 +355,7 @@ Status DashTable::erase(uint64_t key) {
     VersionLock::Unlock(&bk->lock, gen_);
     pc_->persist(remove_overflow(seg, b, kh.Fp(), loc.bucket - geo_.normal), 1);
   }
-  unlock_pair(seg, b);
+  unlock_pair(seg, b, held);
   return Status::OK();
 }
 

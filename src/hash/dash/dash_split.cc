@@ -1,6 +1,8 @@
 // Dash: segment splits and directory doubling (extendible hashing). Crash argument: dash.h,
 // "Split"; the steps are named A, C, E, D there.
 #include <cassert>
+#include <cstddef>
+#include <cstring>
 
 #include "hash/dash/dash.h"
 #include "pm/alloc.h"
@@ -45,13 +47,15 @@ Status DashTable::split(uint64_t seg, uint64_t dp) {
     }
     dir_off = *doubled;
   }
-  Result<uint64_t> fresh = pool_->allocator().allocate(geo_.SegmentBytes(), true);
+  // Not zeroed: build_new_segment writes every word that means something.
+  Result<uint64_t> fresh = pool_->allocator().allocate(geo_.SegmentBytes());
   if (!fresh.ok()) {
     unlock_all(seg);
     return fresh.status();
   }
   const bool late_segment = pm::mutant("dash.segment_after_directory");
-  build_new_segment(seg, *fresh, d, p);
+  MovedSlots moved;
+  build_new_segment(seg, *fresh, d, p, &moved);
   if (!late_segment) pc_->persist(base_ + *fresh, geo_.SegmentBytes());  // A
   const bool early_depth = pm::mutant("dash.depth_before_directory");
   if (early_depth) {
@@ -60,7 +64,7 @@ Status DashTable::split(uint64_t seg, uint64_t dp) {
   }
   point_directory(dir_at(dir_off), d + 1, 2 * p + 1, *fresh);  // C: N is reachable
   if (late_segment) pc_->persist(base_ + *fresh, geo_.SegmentBytes());
-  remove_moved(seg, d);  // E
+  remove_moved(seg, d, &moved);  // E
   if (!early_depth) {
     Store(s->depth_pattern, DepthPattern(d + 1, 2 * p));
     pc_->persist(&s->depth_pattern, 8);  // D: the split is complete
@@ -92,26 +96,32 @@ Result<uint64_t> DashTable::double_directory(uint64_t dir_off) {
   return *fresh;
 }
 
-// N (zeroed, unreachable) receives, slot for slot, the pairs of S that move; its overflow
-// metadata is rebuilt from its stash. Not persisted here.
+// N (unreachable, not zeroed) receives, slot for slot, the pairs of S that move: its header
+// and every bucket's metadata line are written whole (the pairs of slots whose alloc bit is
+// clear mean nothing); its overflow metadata is rebuilt from its stash. *moved records which
+// slots moved, so that remove_moved hashes no key twice. Not persisted here.
 void DashTable::build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth,
-                                  uint64_t pattern) {
+                                  uint64_t pattern, MovedSlots* moved) {
+  SegmentHeader* h = hdr(fresh);
+  std::memset(static_cast<void*>(h), 0, sizeof(*h));
+  h->depth_pattern = DepthPattern(depth + 1, 2 * pattern + 1);
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
     const Bucket* from = bucket(seg, i);
     Bucket* to = bucket(fresh, i);
+    std::memset(static_cast<void*>(to), 0, offsetof(Bucket, slot));  // the metadata
     const uint32_t bm = Load(from->bitmap);
-    uint32_t moved = 0;
+    uint32_t m = 0;
     for (uint32_t alloc = bm & kAllocMask; alloc != 0; alloc &= alloc - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
       const uint64_t key = Load(from->slot[j].key);
       if (!MovesAtSplit(key, depth)) continue;
       to->slot[j] = {key, Load(from->slot[j].value)};
       to->fp[j] = Load(from->fp[j]);
-      moved |= 1u << j;
+      m |= 1u << j;
     }
-    to->bitmap = moved | (bm & (moved << kMemberShift));
+    to->bitmap = m | (bm & (m << kMemberShift));
+    (*moved)[i] = m;
   }
-  hdr(fresh)->depth_pattern = DepthPattern(depth + 1, 2 * pattern + 1);
   rebuild_overflow(fresh);
 }
 
@@ -126,16 +136,20 @@ void DashTable::point_directory(Directory* dir, uint32_t depth, uint64_t pattern
 
 // Clears from S the pairs that moved to N, rebuilds S's overflow metadata, persists every
 // bucket's metadata. Idempotent: recovery repeats it after a crash anywhere before D.
-void DashTable::remove_moved(uint64_t seg, uint32_t depth) {
+void DashTable::remove_moved(uint64_t seg, uint32_t depth, const MovedSlots* moved) {
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
     Bucket* b = bucket(seg, i);
     uint32_t bm = Load(b->bitmap);
-    for (uint32_t alloc = bm & kAllocMask; alloc != 0; alloc &= alloc - 1) {
-      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
-      if (MovesAtSplit(Load(b->slot[j].key), depth))
-        bm &= ~((1u << j) | (1u << (kMemberShift + j)));
+    uint32_t m = 0;
+    if (moved != nullptr) {
+      m = (*moved)[i];
+    } else {
+      for (uint32_t alloc = bm & kAllocMask; alloc != 0; alloc &= alloc - 1) {
+        const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
+        if (MovesAtSplit(Load(b->slot[j].key), depth)) m |= 1u << j;
+      }
     }
-    Store(b->bitmap, bm);
+    Store(b->bitmap, bm & ~(m | (m << kMemberShift)));
   }
   rebuild_overflow(seg);
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) pc_->flush(&bucket(seg, i)->bitmap, 24);
