@@ -27,6 +27,8 @@ bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b, Held* h
   const uint32_t n = next(*b);
   Bucket* b0 = bucket(*seg, *b);
   Bucket* b1 = bucket(*seg, n);
+  held->b0 = b0;
+  held->b1 = b1;
   const bool wrap = n < *b;  // lower index first
   pm::PrefetchLine(wrap ? b0 : b1);  // fetched while the first lock is taken
   VersionLock::LockInline(&(wrap ? b1 : b0)->lock, gen_, wrap ? &held->w1 : &held->w0);
@@ -36,15 +38,15 @@ bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b, Held* h
   // pattern, one more cache line to miss, would say the same).
   if (segment_for(kh) == *seg) [[likely]]
     return true;
-  unlock_pair(*seg, *b, *held);  // a split moved the key's range: read the directory again
+  unlock_pair(*held);  // a split moved the key's range: read the directory again
   return false;
 }
 
 // The words as locked (no thread but the holder writes a held lock word): a store each, no
 // load of a line the commit's persist may just have written back.
-void DashTable::unlock_pair(uint64_t seg, uint32_t b, const Held& held) const {
-  VersionLock::Release(&bucket(seg, b)->lock, held.w0);
-  VersionLock::Release(&bucket(seg, next(b))->lock, held.w1);
+void DashTable::unlock_pair(const Held& held) const {
+  VersionLock::Release(&held.b0->lock, held.w0);
+  VersionLock::Release(&held.b1->lock, held.w1);
 }
 
 bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
@@ -63,6 +65,7 @@ bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key
     return true;
   }
   // The stash keys of home b are inserted and removed only under b's lock (held): stable.
+  if (!MayHaveStashKeys(b0, b1)) return false;
   for (uint32_t targets = stash_targets(b0, b1, fp); targets != 0; targets &= targets - 1) {
     const uint32_t s = static_cast<uint32_t>(__builtin_ctz(targets));
     i = probe(bucket(seg, geo_.normal + s), key, fp);
@@ -81,9 +84,10 @@ void DashTable::commit_slot(Bucket* bk, uint32_t slot, uint64_t key, uint64_t va
   Store(bk->slot[slot].key, key);
   Store(bk->slot[slot].value, value);
   Store(bk->fp[slot], fp);
-  pc_->flush(&bk->slot[slot], sizeof(Slot));
-  pc_->flush(&bk->fp[slot], 1);
-  if (!pm::mutant("dash.meta_before_kv")) pc_->fence();
+  pm::PersistContext::Local pc = pc_->local();
+  pc.flush(&bk->slot[slot], sizeof(Slot));
+  pc.flush(&bk->fp[slot], 1);
+  if (!pm::mutant("dash.meta_before_kv")) pc.fence();
   uint32_t bm = Load(bk->bitmap) | (1u << slot);
   bm = member ? bm | (1u << (kMemberShift + slot)) : bm & ~(1u << (kMemberShift + slot));
   Store(bk->bitmap, bm);
@@ -91,7 +95,7 @@ void DashTable::commit_slot(Bucket* bk, uint32_t slot, uint64_t key, uint64_t va
     t_deferred_commit = &bk->bitmap;
     return;
   }
-  pc_->persist(&bk->bitmap, 4);  // commit
+  pc.persist(&bk->bitmap, 4);  // commit
 }
 
 bool DashTable::insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
@@ -311,12 +315,12 @@ Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
     s = Status::NotFound();
   } else if (!insert_new(seg, b, kh, key, value)) {
     const uint64_t dp = Load(hdr(seg)->depth_pattern);
-    unlock_pair(seg, b, held);
+    unlock_pair(held);
     *retry = true;
     return split(seg, dp);
   }
-  unlock_pair(seg, b, held);
-  if (t_deferred_commit != nullptr) {  // dash.unlock_before_persist
+  unlock_pair(held);
+  if (pm::kMutantsCompiled && t_deferred_commit != nullptr) {  // dash.unlock_before_persist
     pc_->persist(t_deferred_commit, 4);
     t_deferred_commit = nullptr;
   }
@@ -341,7 +345,7 @@ Status DashTable::erase(uint64_t key) {
   }
   Loc loc;
   if (!locate(seg, b, kh, key, &loc)) {
-    unlock_pair(seg, b, held);
+    unlock_pair(held);
     return Status::NotFound();
   }
   Bucket* bk = bucket(seg, loc.bucket);
@@ -355,7 +359,7 @@ Status DashTable::erase(uint64_t key) {
     VersionLock::Unlock(&bk->lock, gen_);
     pc_->persist(remove_overflow(seg, b, kh.Fp(), loc.bucket - geo_.normal), 1);
   }
-  unlock_pair(seg, b, held);
+  unlock_pair(held);
   return Status::OK();
 }
 
