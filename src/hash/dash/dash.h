@@ -148,7 +148,8 @@ class DashTable final : public Index {
                   uint64_t* value) const;
   // 1 found, 0 absent, -1 retry (a writer or a split changed what was read). Inlined into
   // lookup, its only caller.
-  [[gnu::always_inline]] inline int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
+  [[gnu::always_inline]] inline int try_lookup(const KeyHash& kh, uint64_t key,
+                                              uint64_t* value) const;
 
   // Writes (dash.cc, dash_insert.cc).
   Status put(Op op, uint64_t key, uint64_t value);
