@@ -1,10 +1,9 @@
 // Concurrency of the natively concurrent trees (rntree, rntree-ds, fptree) and the one-writer
 // ones (nvtree, wbtree, wbtree-so: optimistic readers beside one writer), with more threads
-// than cores: disjoint key ranges checked against a
-// per-thread model, and overlapping keys checked for per-key insert/remove balance, value
-// provenance and sorted scans, and lookups on reader threads checked against what the writers
-// acknowledged (btree_concurrent_checks.h). Run under
-// -DPMINDEX_SANITIZE=thread too (label tsan).
+// than cores: disjoint key ranges checked against a per-thread model; overlapping keys
+// checked for per-key insert/remove balance, value provenance and sorted scans; lookups on
+// reader threads checked against what the writers acknowledged (btree_concurrent_checks.h).
+// Run under -DPMINDEX_SANITIZE=thread too (label tsan).
 #include <gtest/gtest.h>
 
 #include <memory>
