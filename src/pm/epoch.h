@@ -174,7 +174,8 @@ class Epoch {
   // Removes and returns the items of `owner`, queued or stamped.
   std::vector<Item> TakeOwned(Reclaimer* owner);
 
-  // Each on its own line: global_ is read by every guard and written once a batch; the slot
+  // Each on its own line: global_ is read by every guard and written once a batch (and at
+  // every retirement while no other slot announced: no other core reads it then); the slot
   // table is read by every guard; retire_mu_ is written by the stamping thread.
   alignas(64) std::atomic<uint64_t> global_{1};
   std::atomic<uint64_t> guarded_slots_{0};  // slots that ever announced; never decreases
