@@ -491,7 +491,9 @@ TEST(Epoch, RetireReclaimsInBatches) {
   Epoch epoch;
   Recorder r;
   CountAnotherThread(epoch);
-  for (uint64_t i = 0; i + 1 < Epoch::kBatch; ++i) epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
+  for (uint64_t i = 0; i + 1 < Epoch::kBatch; ++i) {
+    epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
+  }
   EXPECT_TRUE(r.reclaimed.empty());
   epoch.Retire(&r, 99, reinterpret_cast<void*>(100));
   EXPECT_EQ(r.reclaimed.size(), Epoch::kBatch);  // no guard open: the batch is reclaimed
