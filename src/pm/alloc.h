@@ -21,7 +21,8 @@
 // Blocks retired while concurrent readers may still hold them are freed through the pool's
 // Epoch (pm/epoch.h), which the allocator owns: a reader holds a guard while it may touch
 // blocks; retire() frees a block once every guard that was open when it was retired has
-// closed. Retired blocks are freed in batches; an index that meets OutOfSpace calls
+// closed. Retired blocks are freed in batches (at once while no other thread ever
+// opened a guard and the caller holds none: pm/epoch.h); an index that meets OutOfSpace calls
 // reclaim_now() outside its guard and retries, so nothing freed stays parked while the pool
 // is full. Indexes that retire DRAM metadata with a block use epoch() with their own
 // Reclaimer.

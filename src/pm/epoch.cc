@@ -71,8 +71,26 @@ void Epoch::StampQueued(Slot& slot) {
   slot.queued_bytes = 0;
 }
 
+void Epoch::CountGuardedSlot(Slot& slot) {
+  guarded_slots_.fetch_add(1, std::memory_order_seq_cst);  // before the slot's announcement
+  slot.guarded = true;
+}
+
+bool Epoch::NoOtherGuard(const Slot& slot) {
+  if (slot.announced.load(std::memory_order_relaxed) != 0) return false;  // own guard open
+  const uint64_t mine = slot.guarded ? 1 : 0;
+  // Counted slots stay counted: a relaxed read that sees another is final.
+  if (guarded_slots_.load(std::memory_order_relaxed) != mine) return false;
+  global_.fetch_add(1, std::memory_order_seq_cst);  // the advance a later guard's read sees
+  return guarded_slots_.load(std::memory_order_seq_cst) == mine;
+}
+
 void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes) {
   Slot& slot = slots_.local();
+  if (NoOtherGuard(slot)) {  // no reader anywhere: reclaimed at once (header)
+    owner->Reclaim(offset, aux);
+    return;
+  }
   std::vector<Item> ready;
   {
     std::lock_guard<std::mutex> slot_lock(slot.mu);  // uncontended but for a collector

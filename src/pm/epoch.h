@@ -24,6 +24,18 @@
 //
 // Guards nest: an inner guard of a thread that already announced does nothing.
 //
+// A retirement while no other thread's slot ever announced a guard (guarded_slots_ counts
+// the slots that did, each once, before its first announcement) and the retiring thread is
+// outside any guard is reclaimed at once, without a queue, lock or HeavyFence: a one-writer
+// index's writer (hybrid_tree.h) or any single-threaded use then gets the block it retired
+// back at its next allocation, still in the CPU cache and the media's write-combining buffer,
+// as if freed. Why that is safe: the retiring thread advances the global epoch (seq_cst RMW,
+// after the unlink) and then reads the count (seq_cst). A thread whose count increment that
+// read missed comes after the advance in the single total order, and so does its every guard's
+// seq_cst read of the counter: that read synchronizes with the advance, and the thread cannot
+// reach the unlinked item. The count is first read relaxed: once another slot was counted it
+// stays counted, so retirements beside other guards skip the advance and queue as above.
+//
 // The announcement's fence is asymmetric where the kernel offers membarrier(2) with
 // MEMBARRIER_CMD_PRIVATE_EXPEDITED (registered once per process at load time): the guard
 // announces with a plain store and a compiler barrier, and the reclaiming side, before it
@@ -78,8 +90,10 @@ class Epoch {
    public:
     // Inline: every operation of a concurrent index opens one.
     [[gnu::always_inline]] explicit Guard(Epoch& epoch) {
-      std::atomic<uint64_t>& mine = epoch.slots_.local().announced;
+      Slot& slot = epoch.slots_.local();
+      std::atomic<uint64_t>& mine = slot.announced;
       if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
+      if (!slot.guarded) [[unlikely]] epoch.CountGuardedSlot(slot);  // its first guard
       announced_ = &mine;
       // Announce, then re-read: if the counter moved between the read and the announcement,
       // announce again. One seq_cst store and one load when it did not.
@@ -140,11 +154,17 @@ class Epoch {
   // unstamped items on the next, behind a lock that only a collecting thread shares.
   struct alignas(64) Slot {
     std::atomic<uint64_t> announced{0};  // 0 = outside any guard
+    bool guarded = false;  // counted in guarded_slots_ (set by its thread, read by it only)
     alignas(64) std::mutex mu;           // taken before retire_mu_ where both are
     std::vector<Item> queued;
     size_t queued_bytes = 0;             // the `bytes` of the queued items
   };
 
+  // Counts `slot` in guarded_slots_ before its first announcement (once per slot).
+  [[gnu::noinline, gnu::cold]] void CountGuardedSlot(Slot& slot);
+  // True when no slot but the caller's `slot` ever announced a guard, and `slot` announces
+  // none now: nothing another thread may hold needs a grace period (see the header).
+  bool NoOtherGuard(const Slot& slot);
   // The smallest announced epoch (0 slots ignored); fences every running thread first.
   uint64_t MinAnnounced() const;
   // Moves `slot`'s queued items into retired_, stamped with one advance (both locks held).
@@ -154,9 +174,11 @@ class Epoch {
   // Removes and returns the items of `owner`, queued or stamped.
   std::vector<Item> TakeOwned(Reclaimer* owner);
 
-  // Each on its own line: global_ is read by every guard and written once a batch; the slot
+  // Each on its own line: global_ is read by every guard and written once a batch (and at
+  // every retirement while no other slot announced: no other core reads it then); the slot
   // table is read by every guard; retire_mu_ is written by the stamping thread.
   alignas(64) std::atomic<uint64_t> global_{1};
+  std::atomic<uint64_t> guarded_slots_{0};  // slots that ever announced; never decreases
   alignas(64) PerThread<Slot> slots_;  // one per thread id (pm/thread_registry.h)
   alignas(64) mutable std::mutex retire_mu_;
   std::vector<Item> retired_;  // stamped

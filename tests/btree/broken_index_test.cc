@@ -159,6 +159,11 @@ TEST_P(BrokenIndexTest, OverlappingKeysCatchesIt) {
   ExpectCaught(FailuresOf([&] { CheckOverlappingKeys(*idx); }), "CheckOverlappingKeys");
 }
 
+TEST_P(BrokenIndexTest, AcknowledgedReadsCatchesIt) {
+  std::unique_ptr<Index> idx = Broken(Create("acknowledged"), GetParam());
+  ExpectCaught(FailuresOf([&] { CheckAcknowledgedReads(*idx); }), "CheckAcknowledgedReads");
+}
+
 INSTANTIATE_TEST_SUITE_P(All, BrokenIndexTest,
                          ::testing::Values(Defect::kNone, Defect::kLosesAKey,
                                            Defect::kRepeatsAKey),

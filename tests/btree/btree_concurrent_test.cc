@@ -1,8 +1,9 @@
-// Concurrency of the natively concurrent trees (rntree, rntree-ds, fptree) and the
-// lock-guarded ones, with more threads than cores: disjoint key ranges checked against a
-// per-thread model, and overlapping keys checked for per-key insert/remove balance, value
-// provenance and sorted scans (btree_concurrent_checks.h). Run under
-// -DPMINDEX_SANITIZE=thread too (label tsan).
+// Concurrency of the natively concurrent trees (rntree, rntree-ds, fptree) and the one-writer
+// ones (nvtree, wbtree, wbtree-so: optimistic readers beside one writer), with more threads
+// than cores: disjoint key ranges checked against a per-thread model; overlapping keys
+// checked for per-key insert/remove balance, value provenance and sorted scans; lookups on
+// reader threads checked against what the writers acknowledged (btree_concurrent_checks.h).
+// Run under -DPMINDEX_SANITIZE=thread too (label tsan).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -29,6 +30,9 @@ class BTreeConcurrentTest : public ::testing::TestWithParam<std::string> {
 TEST_P(BTreeConcurrentTest, DisjointRanges) { CheckDisjointRanges(*index_); }
 
 TEST_P(BTreeConcurrentTest, OverlappingKeys) { CheckOverlappingKeys(*index_); }
+
+// Readers on other threads than the writers (the one-writer layouts' optimistic readers).
+TEST_P(BTreeConcurrentTest, AcknowledgedReads) { CheckAcknowledgedReads(*index_); }
 
 INSTANTIATE_TEST_SUITE_P(All, BTreeConcurrentTest,
                          ::testing::Values("rntree", "rntree-ds", "fptree", "nvtree", "wbtree",

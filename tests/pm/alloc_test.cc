@@ -397,6 +397,33 @@ struct Recorder final : Reclaimer {
   }
 };
 
+// Opens and closes a guard on another thread: from then on the epoch has a reader besides
+// the caller, and retirements queue (without one they are reclaimed at once).
+void CountAnotherThread(Epoch& epoch) {
+  std::thread([&] { Epoch::Guard g(epoch); }).join();
+}
+
+// While no other thread ever opened a guard, a retirement outside the caller's own guard is
+// reclaimed at once; inside its own guard, or once another thread opened one, it queues.
+TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
+  Epoch epoch;
+  Recorder r;
+  epoch.Retire(&r, 1, reinterpret_cast<void*>(2));
+  EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1}));
+  {
+    Epoch::Guard own(epoch);
+    epoch.Retire(&r, 3, reinterpret_cast<void*>(4));
+    EXPECT_EQ(r.reclaimed.size(), 1u);  // its own guard may hold it
+  }
+  epoch.Retire(&r, 5, reinterpret_cast<void*>(6));  // own slot counted: still at once
+  EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1, 5}));
+  CountAnotherThread(epoch);
+  epoch.Retire(&r, 7, reinterpret_cast<void*>(8));
+  EXPECT_EQ(r.reclaimed.size(), 2u);
+  EXPECT_EQ(epoch.pending(), 2u);
+  EXPECT_EQ(epoch.Collect(), 2u);
+}
+
 TEST(Epoch, AnItemWaitsForEveryGuardOpenWhenItWasRetired) {
   Epoch epoch;
   Recorder r;
@@ -421,6 +448,7 @@ TEST(Epoch, InstancesAreIndependentAndDrainAndDiscardTakeOnlyTheirOwner) {
   Epoch a, b;
   Recorder ra, rb;
   Epoch::Guard in_b(b);  // a guard of b does not hold back a
+  CountAnotherThread(a);
   a.Retire(&ra, 1, reinterpret_cast<void*>(2));
   EXPECT_EQ(a.Collect(), 1u);
   b.Retire(&ra, 3, reinterpret_cast<void*>(4));
@@ -438,6 +466,7 @@ TEST(Epoch, InstancesAreIndependentAndDrainAndDiscardTakeOnlyTheirOwner) {
 TEST(Epoch, CollectReachesTheQueuesOfOtherThreads) {
   Epoch epoch;
   Recorder r;
+  { Epoch::Guard once(epoch); }  // this thread's slot counted: the retirer's items queue
   std::thread retirer([&] {
     for (uint64_t i = 0; i < 3; ++i) epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
   });
@@ -461,7 +490,12 @@ TEST(Epoch, CollectReachesTheQueuesOfOtherThreads) {
 TEST(Epoch, RetireReclaimsInBatches) {
   Epoch epoch;
   Recorder r;
-  for (uint64_t i = 0; i < Epoch::kBatch; ++i) epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
+  CountAnotherThread(epoch);
+  for (uint64_t i = 0; i + 1 < Epoch::kBatch; ++i) {
+    epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
+  }
+  EXPECT_TRUE(r.reclaimed.empty());
+  epoch.Retire(&r, 99, reinterpret_cast<void*>(100));
   EXPECT_EQ(r.reclaimed.size(), Epoch::kBatch);  // no guard open: the batch is reclaimed
 }
 
@@ -470,6 +504,7 @@ TEST(Epoch, RetireReclaimsInBatches) {
 TEST(Epoch, RetireStampsOnceTheQueuedBytesAddUp) {
   Epoch epoch;
   Recorder r;
+  CountAnotherThread(epoch);
   epoch.Retire(&r, 1, reinterpret_cast<void*>(2), Epoch::kBatchBytes);
   EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1}));
   const size_t quarter = Epoch::kBatchBytes / 4;

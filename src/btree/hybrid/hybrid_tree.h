@@ -42,9 +42,17 @@
 // readers are optimistic (leaf version word, leaf_common.h), writers lock one leaf (its
 // predecessor too while replacing it); every operation holds an allocator epoch guard so a
 // replaced leaf is freed only when no reader can hold it. NV-Tree and wB+-Tree were
-// single-threaded designs: they run behind one reader-writer lock (readers shared), the
-// library's inline writer-preferring pm::RwLock (a write takes one compare-and-swap and one
-// fetch_and; std::shared_mutex cost about 95 instructions in pthread_rwlock calls per write).
+// single-threaded designs: their writers take turns behind the exclusive side of one
+// pm::RwLock (rw_), and their readers take no lock at all: they read optimistically like the
+// concurrent layouts' (the same find and scan_from, inside an epoch guard). That holds because
+// the one writer already does what those readers need: it locks the leaf's version word
+// around every change a reader could see (the layout's Write: slot array, bitmap, slot word,
+// log append) and releases it bumped; a replacement (split, compaction, merge, unlink) marks
+// the old leaf obsolete; replaced leaves are retired through the allocator's epoch, like the
+// concurrent layouts' (never freed under a reader); inner nodes are never freed. A writer
+// holds no guard: it runs alone, reaches only leaves linked when it began and touches none
+// after retiring it. (A shared lock made every lookup a compare-and-swap on one word, which
+// then moved between the cores at every read and write: doc/performance.md.)
 #ifndef PMINDEX_BTREE_HYBRID_TREE_H_
 #define PMINDEX_BTREE_HYBRID_TREE_H_
 
@@ -53,7 +61,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>  // std::shared_lock
 #include <string>
 #include <vector>
 
@@ -101,7 +108,8 @@ class HybridTree final : public Index {
     t.max_key_size = 8;
     t.max_value_size = 8;
     t.concurrency = kConcurrent ? Layout::kConcurrency
-                                : "single-writer: one reader-writer lock (readers shared)";
+                                : "one writer at a time (a writer lock); readers take no lock: "
+                                  "optimistic beside the writer (leaf version word), retry";
     t.durability = "durably linearizable: every acknowledged operation survives power failure";
     t.description = Layout::kDescription;
     return t;
@@ -170,11 +178,10 @@ class HybridTree final : public Index {
     const uint64_t k = IntKey::Decode(key);
     uint64_t v = 0;  // set when found (initialised: GCC cannot see it through find)
     bool found;
-    if constexpr (kConcurrent) {
+    {
+      // Every layout reads optimistically; the guard keeps a leaf that a writer replaces
+      // meanwhile from being freed under this reader.
       auto guard = pool_->allocator().epoch_guard();
-      found = find(k, &v);
-    } else {
-      std::shared_lock<pm::RwLock> lock(rw_);
       found = find(k, &v);
     }
     if (found && value != nullptr) {
@@ -197,13 +204,8 @@ class HybridTree final : public Index {
       if (from == UINT64_MAX) return 0;
       ++from;
     }
-    if constexpr (kConcurrent) {
-      auto guard = pool_->allocator().epoch_guard();
-      return scan_from(from, max_count, fn);
-    } else {
-      std::shared_lock<pm::RwLock> lock(rw_);
-      return scan_from(from, max_count, fn);
-    }
+    auto guard = pool_->allocator().epoch_guard();  // optimistic, as lookup
+    return scan_from(from, max_count, fn);
   }
 
   Status verify() override;
@@ -300,13 +302,9 @@ class HybridTree final : public Index {
   void ensure_reserve();
   // Locks the predecessor of locked `leaf` (nullptr for the head). False if it cannot now.
   bool lock_pred(Leaf* leaf, Leaf** pred);
-  void retire(Leaf* leaf) {
-    if constexpr (kConcurrent) {
-      pool_->allocator().retire(off(leaf));
-    } else {
-      pool_->allocator().free(off(leaf));  // exclusive lock held: no reader can hold it
-    }
-  }
+  // A replaced leaf is freed once no reader (of any layout: all read optimistically) can
+  // still hold it.
+  void retire(Leaf* leaf) { pool_->allocator().retire(off(leaf)); }
 
   // writes=basic (variant.h): insert, update and upsert append without looking for the key
   // (Layout::WriteBlind), so each is an upsert; remove still finds the key (NotFound).
@@ -338,7 +336,7 @@ class HybridTree final : public Index {
   char* base_;
   BTreeRoot* root_;
   InnerTree inner_;
-  pm::RwLock rw_;            // only for !kConcurrent layouts
+  pm::RwLock rw_;  // !kConcurrent layouts: writers (exclusive) take turns; readers never
   std::mutex first_leaf_mu_;  // creation of the first leaf
   std::mutex split_mu_;       // split=native: the one micro-log, one split at a time
   // A free leaf block that only a compaction in a full pool may use (0: none). Never linked

@@ -33,8 +33,10 @@
 // when the pool is full). Crash-safe like a split: the compacted leaf is durable before one
 // 8-byte store links it in place of the old, so a crash leaves the key present or removed.
 //
-// Thread safety: none of its own (a single-writer design): the tree guards it with a
-// reader-writer lock.
+// Thread safety: one writer at a time (the tree's writer lock), readers optimistic beside it
+// (hybrid_tree.h): the writer holds the leaf's version word locked around its append and
+// bumps it on release; readers load count, tombstones and entries with relaxed atomics (the
+// writer stores them so), clamp the count and validate the version after reading.
 #ifndef PMINDEX_BTREE_NVTREE_LEAF_H_
 #define PMINDEX_BTREE_NVTREE_LEAF_H_
 
@@ -109,24 +111,26 @@ struct NVTreeLayout {
   [[gnu::always_inline]] static void Append(pm::PersistContext& pc, Leaf* l, uint64_t key,
                                             uint64_t value, bool tomb_it, const char* mutant) {
     const uint64_t j = l->count;
-    l->entries[j] = Entry{key, value};
+    Store(l->entries[j].key, key);  // beyond count, but a reader that overlapped may look
+    Store(l->entries[j].value, value);
     if (!pm::mutant(mutant)) pc.flush(&l->entries[j], sizeof(Entry));
     // Bit j may be stale from an append a crash cut short: always write it for this entry.
     const uint64_t bit = uint64_t{1} << j;
     const uint64_t tomb = tomb_it ? l->tombstones | bit : l->tombstones & ~bit;
     if (tomb != l->tombstones) {
-      l->tombstones = tomb;
+      Store(l->tombstones, tomb);
       pc.flush(&l->tombstones, 8);
     }
     pc.fence();       // entry durable before the count covers it
-    l->count = j + 1;  // commit
+    Store(l->count, j + 1);  // commit
     pc.persist(&l->count, 8);
   }
 
   // Newest entry for `key` below count: its index, or -1.
+  static size_t Count(const Leaf* l) { return std::min<uint64_t>(Load(l->count), kCapacity); }
   static int Newest(const Leaf* l, uint64_t key) {
-    for (int i = static_cast<int>(l->count) - 1; i >= 0; --i) {
-      if (l->entries[i].key == key) return i;
+    for (int i = static_cast<int>(Count(l)) - 1; i >= 0; --i) {
+      if (Load(l->entries[i].key) == key) return i;
     }
     return -1;
   }
@@ -151,8 +155,8 @@ struct NVTreeLayout {
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
     const int i = Newest(l, key);
-    if (i < 0 || (l->tombstones >> i & 1)) return false;
-    *value = l->entries[i].value;
+    if (i < 0 || (Load(l->tombstones) >> i & 1)) return false;
+    *value = Load(l->entries[i].value);
     return true;
   }
 
@@ -164,18 +168,20 @@ struct NVTreeLayout {
     };
     Item items[kCapacity];
     size_t m = 0;
-    const size_t count = std::min<uint64_t>(l->count, kCapacity);
+    const size_t count = Count(l);
     for (size_t i = 0; i < count; ++i) {
-      if (l->entries[i].key >= from) items[m++] = {l->entries[i].key, static_cast<int>(i)};
+      const uint64_t k = Load(l->entries[i].key);
+      if (k >= from) items[m++] = {k, static_cast<int>(i)};
     }
     std::sort(items, items + m, [](const Item& a, const Item& b) {
       return a.key != b.key ? a.key < b.key : a.idx > b.idx;
     });
     size_t n = 0;
+    const uint64_t tombstones = Load(l->tombstones);
     for (size_t i = 0; i < m; ++i) {
       if (i > 0 && items[i].key == items[i - 1].key) continue;
-      if (l->tombstones >> items[i].idx & 1) continue;
-      out[n++] = l->entries[items[i].idx];
+      if (tombstones >> items[i].idx & 1) continue;
+      out[n++] = Entry{items[i].key, Load(l->entries[items[i].idx].value)};
     }
     return n;
   }

@@ -31,8 +31,12 @@
 // operation's last store (the bitmap word is that store). kv[j] is durable before the bitmap
 // names it.
 //
-// Thread safety: none of its own (a single-writer design): the tree guards it with a
-// reader-writer lock.
+// Thread safety: one writer at a time (the tree's writer lock), readers optimistic beside it
+// (hybrid_tree.h): the writer holds the leaf's version word locked from its first read to
+// its last store and bumps it on release, so a reader that overlapped a change fails its
+// validation and reads again. Readers load the slot array and the KVs with relaxed atomics
+// (the writer stores them so) and never leave the leaf on a torn read: the count is clamped
+// and every slot byte a writer ever stores names a KV slot.
 #ifndef PMINDEX_BTREE_WBTREE_LEAF_H_
 #define PMINDEX_BTREE_WBTREE_LEAF_H_
 
@@ -91,16 +95,19 @@ struct WBTreeLayout {
   static constexpr bool kReadersWaitForWriters = true;
 
   // Position in slots[1..count] of the first key >= key (1-based), branch-free binary search.
+  // Readers may race a writer (then validate): the count is clamped, slot bytes index kv.
+  static size_t Count(const Leaf* l) { return std::min<size_t>(Load(l->slots[0]), kCapacity); }
+  static uint64_t KeyAt(const Leaf* l, size_t p) { return Load(l->kv[Load(l->slots[p])].key); }
   static size_t LowerBound(const Leaf* l, uint64_t key) {
-    size_t n = l->slots[0];
+    size_t n = Count(l);
     if (n == 0) return 1;
     size_t base = 1;
     while (n > 1) {
       const size_t half = n / 2;
-      base = l->kv[l->slots[base + half]].key < key ? base + half : base;
+      base = KeyAt(l, base + half) < key ? base + half : base;
       n -= half;
     }
-    return base + (l->kv[l->slots[base]].key < key);
+    return base + (KeyAt(l, base) < key);
   }
 
   static void Init(pm::PersistContext& pc, Leaf* l, uint64_t low_key, uint64_t next, const Entry* e, size_t n) {
@@ -122,22 +129,24 @@ struct WBTreeLayout {
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
     const size_t p = LowerBound(l, key);
-    if (p > l->slots[0]) return false;
-    const Entry& e = l->kv[l->slots[p]];
-    if (e.key != key) return false;
-    *value = e.value;
+    if (p > Count(l)) return false;
+    const Entry& e = l->kv[Load(l->slots[p])];
+    if (Load(e.key) != key) return false;
+    *value = Load(e.value);
     return true;
   }
 
   static size_t CollectSorted(const Leaf* l, uint64_t from, Entry* out) {
     size_t n = 0;
-    for (size_t p = from == 0 ? 1 : LowerBound(l, from); p <= l->slots[0]; ++p) {
-      out[n++] = l->kv[l->slots[p]];
+    const size_t count = Count(l);
+    for (size_t p = from == 0 ? 1 : LowerBound(l, from); p <= count; ++p) {
+      const Entry& e = l->kv[Load(l->slots[p])];
+      out[n++] = Entry{Load(e.key), Load(e.value)};
     }
     return n;
   }
 
-  static size_t LiveCount(const Leaf* l) { return l->slots[0]; }
+  static size_t LiveCount(const Leaf* l) { return Count(l); }
 
   // Rewrites the slot array behind a cleared valid bit; `bitmap` is the word that then
   // commits it (with the valid bit).
@@ -146,7 +155,14 @@ struct WBTreeLayout {
       l->bitmap &= ~kValid;
       pc.persist(&l->bitmap, 8);  // array invalid before it is torn
     }
-    std::memcpy(l->slots, slots, 64);
+    // Eight 8-byte stores that readers may race (they load bytes; the version word tells).
+    static_assert(offsetof(Leaf, slots) % 8 == 0);
+    auto* words = reinterpret_cast<uint64_t*>(l->slots);
+    for (size_t w = 0; w < 8; ++w) {
+      uint64_t word;
+      std::memcpy(&word, slots + 8 * w, 8);
+      Store(words[w], word);
+    }
     pc.persist(l->slots, 64);
     l->bitmap = bitmap | kValid;  // commit
     pc.persist(&l->bitmap, 8);
@@ -179,7 +195,8 @@ struct WBTreeLayout {
       const uint64_t free = ~bitmap & kSlotMask;
       if (free == 0) return {Outcome::kFull};
       const uint8_t j = static_cast<uint8_t>(__builtin_ctzll(free));
-      l->kv[j] = Entry{key, value};
+      Store(l->kv[j].key, key);  // a free slot, but a reader that overlapped may look
+      Store(l->kv[j].value, value);
       if (!pm::mutant("wbtree.skip_kv_persist")) pc.persist(&l->kv[j], sizeof(Entry));
       bitmap |= uint64_t{1} << j;
       if (present) {

@@ -24,8 +24,10 @@
 // Crash argument: the slot word is the only commit and is one 8-byte store; kv[j] is durable
 // before the word names it and slots the word names are never overwritten.
 //
-// Thread safety: none of its own (a single-writer design): the tree guards it with a
-// reader-writer lock.
+// Thread safety: one writer at a time (the tree's writer lock), readers optimistic beside it
+// (hybrid_tree.h): the writer holds the leaf's version word locked around its change and
+// bumps it on release; readers load the slot word and the KVs with relaxed atomics (the
+// writer stores them so) and validate the version after reading.
 #ifndef PMINDEX_BTREE_WBTREE_SO_LEAF_H_
 #define PMINDEX_BTREE_WBTREE_SO_LEAF_H_
 
@@ -75,7 +77,8 @@ struct WBTreeSOLayout {
   static constexpr bool kConcurrent = false;
   static constexpr bool kReadersWaitForWriters = true;
 
-  static size_t Count(uint64_t w) { return w & 0xff; }
+  // Clamped: a reader never indexes past the word, whatever it loaded.
+  static size_t Count(uint64_t w) { return std::min<size_t>(w & 0xff, kCapacity); }
   static size_t Slot(uint64_t w, size_t p) { return (w >> (8 * (p + 1))) & 0xff; }  // p 0-based
   static uint64_t Make(const uint8_t* idx, size_t n) {
     uint64_t w = n;
@@ -86,7 +89,7 @@ struct WBTreeSOLayout {
   static size_t LowerBound(const Leaf* l, uint64_t w, uint64_t key) {
     size_t p = 0;
     const size_t n = Count(w);
-    while (p < n && l->kv[Slot(w, p)].key < key) ++p;  // 7 entries: linear beats binary
+    while (p < n && Load(l->kv[Slot(w, p)].key) < key) ++p;  // 7 entries: linear beats binary
     return p;
   }
 
@@ -105,21 +108,24 @@ struct WBTreeSOLayout {
   static void Prefetch(const Leaf* l) { PrefetchLines(l, 64, 192); }
 
   static bool Find(const Leaf* l, uint64_t key, uint64_t* value) {
-    const uint64_t w = l->slots;
+    const uint64_t w = Load(l->slots);
     const size_t p = LowerBound(l, w, key);
-    if (p == Count(w) || l->kv[Slot(w, p)].key != key) return false;
-    *value = l->kv[Slot(w, p)].value;
+    if (p == Count(w) || Load(l->kv[Slot(w, p)].key) != key) return false;
+    *value = Load(l->kv[Slot(w, p)].value);
     return true;
   }
 
   static size_t CollectSorted(const Leaf* l, uint64_t from, Entry* out) {
-    const uint64_t w = l->slots;
+    const uint64_t w = Load(l->slots);
     size_t n = 0;
-    for (size_t p = LowerBound(l, w, from); p < Count(w); ++p) out[n++] = l->kv[Slot(w, p)];
+    for (size_t p = LowerBound(l, w, from); p < Count(w); ++p) {
+      const Entry& e = l->kv[Slot(w, p)];
+      out[n++] = Entry{Load(e.key), Load(e.value)};
+    }
     return n;
   }
 
-  static size_t LiveCount(const Leaf* l) { return Count(l->slots); }
+  static size_t LiveCount(const Leaf* l) { return Count(Load(l->slots)); }
 
   [[gnu::always_inline]] static WriteResult Write(pm::PersistContext& pc, Leaf* l, Op op,
                                                  uint64_t key, uint64_t value) {
@@ -151,7 +157,8 @@ struct WBTreeSOLayout {
       const uint32_t free = ~used & ((1u << kCapacity) - 1);
       if (free == 0) return {Outcome::kFull};
       const uint8_t j = static_cast<uint8_t>(__builtin_ctz(free));
-      l->kv[j] = Entry{key, value};
+      Store(l->kv[j].key, key);  // a free slot, but a reader that overlapped may look
+      Store(l->kv[j].value, value);
       if (!pm::mutant("wbtree-so.skip_kv_persist")) pc.persist(&l->kv[j], sizeof(Entry));
       if (present) {
         idx[p] = j;
@@ -161,7 +168,7 @@ struct WBTreeSOLayout {
         ++m;
       }
     }
-    l->slots = Make(idx, m);  // commit: one 8-byte store
+    Store(l->slots, Make(idx, m));  // commit: one 8-byte store
     pc.persist(&l->slots, 8);
     VersionLock::Release(&l->version, held, true);
     return {Outcome::kDone, m == 0, static_cast<uint32_t>(m)};
