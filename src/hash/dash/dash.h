@@ -64,6 +64,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "hash/dash/bucket_probe.h"
@@ -76,6 +77,7 @@ namespace pmindex::hash::dash {
 class DashTable final : public Index {
  public:
   static IndexTraits Traits();
+  static IndexTraits BytesTraits();  // keys=bytes: byte_keys, 1..kMaxKeyBytes
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
   ~DashTable() override { close().IgnoreError(); }
 
@@ -114,13 +116,43 @@ class DashTable final : public Index {
   Directory* dir_at(uint64_t off) const { return reinterpret_cast<Directory*>(base_ + off); }
   uint32_t next(uint32_t b) const { return b + 1 == geo_.normal ? 0 : b + 1; }
   uint32_t prev(uint32_t b) const { return b == 0 ? geo_.normal - 1 : b - 1; }
-  // InvalidArgument for a closed table or a key or value that is not 8 bytes.
-  Status check(std::string_view key, std::string_view value, bool has_value) const {
-    if (pool_ == nullptr || key.size() != 8 || (has_value && value.size() != 8)) [[unlikely]]
-      return invalid(key, value, has_value);
-    return Status::OK();
+  // True for an integer-mode operation on an open table with an 8-byte key (and value). In
+  // keys=bytes key_size_ is SIZE_MAX, so this one test also sends every bytes-mode operation
+  // to the slow path: the integer path gains no instruction (the mode is decided once per
+  // table, at attach).
+  [[gnu::always_inline]] bool int_op(std::string_view key, std::string_view value,
+                                     bool has_value) const {
+    return pool_ != nullptr && key.size() == key_size_ && (!has_value || value.size() == 8);
   }
+  // InvalidArgument for a closed table or a key or value this table's mode does not take.
   Status invalid(std::string_view key, std::string_view value, bool has_value) const;
+
+  // The variable-length-key mode (keys=bytes; dash_bytes.cc). Every operation holds the
+  // pool's epoch guard: a reader may follow a slot's key word to a record that a remove
+  // retires meanwhile.
+  struct BytesMatch {  // the slot's key word names a KeyRecord holding `key`
+    const DashTable* t;
+    std::string_view key;
+    bool operator()(uint64_t word) const { return t->record_equals(word, key); }
+  };
+  Status bytes_lookup(std::string_view key, std::string* value);
+  Status bytes_put(Op op, std::string_view key, std::string_view value);
+  Status bytes_remove(std::string_view key);
+  // A new record holding key, persisted (step 1 of a bytes-mode insert).
+  Result<uint64_t> new_record(std::string_view key);
+  // The record's bytes; empty for a word that names no record inside the pool (a racy read
+  // of a slot being written, or damage).
+  std::string_view record_view(uint64_t word) const;
+  bool record_equals(uint64_t word, std::string_view key) const;
+  // The hash of the key a slot's key word stands for (the record's, in keys=bytes): splits,
+  // overflow rebuilds, verify and for_each, never a lookup or an insert.
+  KeyHash slot_hash(uint64_t word) const {
+    if (!bytes_) return KeyHash(word);
+    const std::string_view k = record_view(word);
+    return KeyHash::OfBytes(k.data(), k.size());
+  }
+  // The key a slot's key word stands for, as the API spells it.
+  std::string slot_key(uint64_t word) const;
   // The segment the directory names for h (0: empty table).
   uint64_t segment_for(const KeyHash& kh) const {
     const uint64_t d = LoadAcquire(root_->directory);
@@ -131,8 +163,12 @@ class DashTable final : public Index {
   }
 
   // Reads (dash.cc).
-  // Searches one bucket for key; its slot or -1. Relaxed atomic loads only.
-  int probe(const Bucket* b, uint64_t key, uint8_t fp) const { return ProbeBucket(b, key, fp); }
+  // Searches one bucket for the key `match` accepts; its slot or -1. Relaxed atomic loads
+  // only (and, in keys=bytes, the records' bytes).
+  template <class M>
+  [[gnu::always_inline]] int probe(const Bucket* b, const M& match, uint8_t fp) const {
+    return ProbeBucket(b, match, fp);
+  }
   // The stash buckets that may hold a key of home b0 (b1: the bucket after it) with
   // fingerprint fp (a bit each).
   uint32_t stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const {
@@ -144,17 +180,28 @@ class DashTable final : public Index {
   }
   // Searches the stash buckets `targets` of seg for key (under the home buckets' read
   // versions): 1 found, 0 not, -1 retry.
-  int probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, uint64_t key,
+  template <class M>
+  int probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, const M& match,
                   uint64_t* value) const;
   // 1 found, 0 absent, -1 retry (a writer or a split changed what was read). Inlined into
   // lookup, its only caller.
-  [[gnu::always_inline]] inline int try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const;
+  template <class M>
+  [[gnu::always_inline]] inline int try_lookup(const KeyHash& kh, const M& match,
+                                               uint64_t* value) const;
+  template <class M>
+  [[gnu::always_inline]] inline Status lookup_with(const KeyHash& kh, const M& match,
+                                                   std::string* value) const;
 
   // Writes (dash.cc, dash_insert.cc).
-  Status put(Op op, uint64_t key, uint64_t value);
+  // `key`: the integer key (IntMatch), or the bytes (BytesMatch: a new key gets a record).
+  template <class M>
+  Status put(Op op, const KeyHash& kh, const M& match, uint64_t value);
   // One attempt; *retry: read the directory again. Inlined into put, its only caller.
-  [[gnu::always_inline]] inline Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
-  Status erase(uint64_t key);
+  template <class M>
+  [[gnu::always_inline]] inline Status put_once(Op op, const KeyHash& kh, const M& match,
+                                                uint64_t value, bool* retry);
+  template <class M>
+  Status erase(const KeyHash& kh, const M& match);
   // Locks b and b+1 of the segment covering kh and checks that the directory still names it;
   // false: retry.
   // (*held: b's and b+1's buckets and their lock words as locked, for unlock_pair.)
@@ -170,8 +217,9 @@ class DashTable final : public Index {
                                                Held* held) const;
   [[gnu::always_inline]] inline void unlock_pair(const Held& held) const;
   // Under b's and b+1's locks: where key is, if present.
+  template <class M>
   [[gnu::always_inline]] inline bool locate(uint64_t seg, uint32_t b, const KeyHash& kh,
-                                            uint64_t key, Loc* loc) const;
+                                            const M& match, Loc* loc) const;
   // Under the locks: inserts a new key; false if the segment is full.
   bool insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, uint64_t value);
   // The commit of a pair into a free slot of a locked bucket (two fences).
@@ -191,6 +239,9 @@ class DashTable final : public Index {
   Result<uint64_t> double_directory(uint64_t dir_off);
   // The slots of each bucket of S that a split moves (bit j of entry i: bucket i's slot j).
   using MovedSlots = std::array<uint32_t, kMaxNormal + kMaxStash>;
+  bool moves_at_split(uint64_t word, uint32_t depth) const {
+    return (slot_hash(word).h >> (63 - depth)) & 1;
+  }
   void build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth, uint64_t pattern,
                          MovedSlots* moved);
   void point_directory(Directory* dir, uint32_t depth, uint64_t pattern, uint64_t target);
@@ -206,6 +257,8 @@ class DashTable final : public Index {
   // directory whose entries do not form one range per segment.
   Status walk(FunctionRef<Status(uint64_t, uint64_t)> fn) const;
   bool valid_segment(uint64_t off) const;
+  // keys=bytes: what a slot's key record may be damaged by (verify); empty if sound.
+  std::string record_breach(uint64_t word, const KeyHash& kh, uint8_t fp) const;
   // The directory and its depth after checking they lie in the pool; *dir null: empty table.
   Status load_directory(Directory** dir, uint32_t* depth) const;
   Status finish_split(Directory* dir, uint32_t g, uint64_t i);
@@ -228,6 +281,9 @@ class DashTable final : public Index {
   uint64_t stagger_mask_;   // 3 in layout 2, 0 in layout 1
   std::mutex split_mu_;  // splits, directory doubling, the first segment
   std::vector<uint64_t> old_dirs_;  // directories replaced by doublings (split_mu_); freed at close
+  bool bytes_;                      // keys=bytes (the root's keys word)
+  size_t key_size_;                 // 8; SIZE_MAX in keys=bytes (int_op)
+  IndexTraits traits_;              // Traits(), or BytesTraits() in keys=bytes
 };
 
 IndexRegistration Registration();
