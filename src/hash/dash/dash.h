@@ -2,9 +2,9 @@
 // 2020): extendible hashing over segments of 256-byte buckets with fingerprints, balanced
 // insert, displacement and stash buckets, optimistic bucket locks. Layouts: layout.h.
 //
-// A key (8-byte integer, hashed with pm::Mix64) lives in its home bucket b or the probing
-// bucket b+1 of the segment the directory names for its hash's top bits, or in one of the
-// segment's stash buckets. Insert puts it in the less full of b and b+1; when both are full
+// A key (8-byte integer, hashed with pm::Mix64; keys=bytes below) lives in its home bucket
+// b or the probing bucket b+1 of the segment the directory names for its hash's top bits,
+// or in one of the segment's stash buckets. Insert puts it in the less full of b and b+1; when both are full
 // it displaces a key of b+1 homed there to b+2, or a key of b homed at b-1 back to b-1; then
 // the stash, recorded by an overflow fingerprint in b (or b+1) or counted in b's overflow
 // counter; when the stash is full too, the segment splits (and the directory doubles first
@@ -46,12 +46,34 @@
 // read a bucket between VersionLock::ReadBegin (waiting while a writer holds it: a writer
 // unlocks only after its commit is durable, so a reader never returns a pair that is not)
 // and ReadValidate, and, to answer "absent", check that the directory still names the
-// segment (else a split moved the key: retry from the directory). No operation holds an
-// epoch guard: the only blocks Dash replaces are directories, and a directory replaced by a
+// segment (else a split moved the key: retry from the directory). No integer-mode operation
+// holds an epoch guard: the only blocks it replaces are directories, and a directory replaced by a
 // doubling stays allocated until close (a reader may still be in it; the old ones together
 // are smaller than the current one), so there is nothing for a guard to protect. A
 // lookup's instruction count decides how many lookups the CPU overlaps (doc/dash.md).
+// (keys=bytes is the exception, below: its operations hold the guard.)
 // Segments are never freed (no merge, as in Dash).
+//
+// keys=bytes (index parameter; the root's keys word, so a reopen runs the pool's mode): a
+// slot's key word is the pool offset of a KeyRecord (layout.h: length, bytes; one allocator
+// block), the hash is pm::Mix64Bytes of the bytes, and a probe compares the fingerprint, then
+// follows the offset and compares the bytes (BytesMatch). The paths are the integer mode's,
+// instantiated with BytesMatch instead of IntMatch; the mode is chosen once per table
+// (key_size_: an integer-mode call pays no test for it). Crash argument per path:
+//   insert: the record written and persisted (one fence), then the slot committed as an
+//     integer key (two fences): a crash before the slot's alloc bit is durable leaves a record
+//     no slot names, which the allocator rebuild frees (visit_blocks reports the record of
+//     every allocated slot); after it, the record is durable and reachable.
+//   update: the value word only (the record is not touched).
+//   remove: the alloc bit cleared and persisted (the commit), then the record retired through
+//     the pool's epoch (freed once no guard that could have read it is open); a crash between
+//     them leaves a record no slot names: freed by the rebuild.
+//   displacement and split: move the key word (the offset), never the record; a split (and
+//     its redo in recovery, and the overflow rebuild) rehashes a key by reading its record,
+//     which is durable since its slot's commit. A key in two slots (a move cut between its
+//     commits) names one record, which the move's recovery leaves in one slot.
+// Every bytes-mode operation holds the pool's epoch guard: a reader (or a writer's locate)
+// may follow a key word to a record that a concurrent remove retires.
 //
 // for_each under concurrent writers: every pair that is present throughout the iteration
 // is reported exactly once, unless a displacement or a split moves it during the iteration
