@@ -203,28 +203,27 @@ Status DashTable::insert(std::string_view key, std::string_view value) {
   if (!int_op(key, value, true)) [[unlikely]]
     return bytes_put(Op::kInsert, key, value);
   const uint64_t k = IntKey::Decode(key);
-  return put(Op::kInsert, KeyHash(k), IntMatch{k}, IntValue::Decode(value));
+  return put(Op::kInsert, IntMatch{k}, IntValue::Decode(value));
 }
 
 Status DashTable::update(std::string_view key, std::string_view value) {
   if (!int_op(key, value, true)) [[unlikely]]
     return bytes_put(Op::kUpdate, key, value);
   const uint64_t k = IntKey::Decode(key);
-  return put(Op::kUpdate, KeyHash(k), IntMatch{k}, IntValue::Decode(value));
+  return put(Op::kUpdate, IntMatch{k}, IntValue::Decode(value));
 }
 
 Status DashTable::upsert(std::string_view key, std::string_view value) {
   if (!int_op(key, value, true)) [[unlikely]]
     return bytes_put(Op::kUpsert, key, value);
   const uint64_t k = IntKey::Decode(key);
-  return put(Op::kUpsert, KeyHash(k), IntMatch{k}, IntValue::Decode(value));
+  return put(Op::kUpsert, IntMatch{k}, IntValue::Decode(value));
 }
 
 Status DashTable::remove(std::string_view key) {
   if (!int_op(key, {}, false)) [[unlikely]]
     return bytes_remove(key);
-  const uint64_t k = IntKey::Decode(key);
-  return erase(KeyHash(k), IntMatch{k});
+  return erase(IntMatch{IntKey::Decode(key)});
 }
 
 IndexRegistration Registration() {

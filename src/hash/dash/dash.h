@@ -4,11 +4,11 @@
 //
 // A key (8-byte integer, hashed with pm::Mix64; keys=bytes below) lives in its home bucket
 // b or the probing bucket b+1 of the segment the directory names for its hash's top bits,
-// or in one of the segment's stash buckets. Insert puts it in the less full of b and b+1; when both are full
-// it displaces a key of b+1 homed there to b+2, or a key of b homed at b-1 back to b-1; then
-// the stash, recorded by an overflow fingerprint in b (or b+1) or counted in b's overflow
-// counter; when the stash is full too, the segment splits (and the directory doubles first
-// when the segment's local depth is the global depth).
+// or in one of the segment's stash buckets. Insert puts it in the less full of b and b+1;
+// when both are full it displaces a key of b+1 homed there to b+2, or a key of b homed at
+// b-1 back to b-1; then the stash, recorded by an overflow fingerprint in b (or b+1) or
+// counted in b's overflow counter; when the stash is full too, the segment splits (and the
+// directory doubles first when the segment's local depth is the global depth).
 //
 // Commit of an insert (two fences): key, value and fingerprint persisted (the fingerprint
 // of a slot whose alloc bit is clear means nothing), then the alloc and member bits, one
@@ -216,14 +216,19 @@ class DashTable final : public Index {
 
   // Writes (dash.cc, dash_insert.cc).
   // `key`: the integer key (IntMatch), or the bytes (BytesMatch: a new key gets a record).
+  // By value: IntMatch stays in a register (an integer insert's instructions as before).
   template <class M>
-  Status put(Op op, const KeyHash& kh, const M& match, uint64_t value);
+  Status put(Op op, M match, uint64_t value);
+  static KeyHash hash_of(const IntMatch& m) { return KeyHash(m.key); }
+  static KeyHash hash_of(const BytesMatch& m) {
+    return KeyHash::OfBytes(m.key.data(), m.key.size());
+  }
   // One attempt; *retry: read the directory again. Inlined into put, its only caller.
   template <class M>
   [[gnu::always_inline]] inline Status put_once(Op op, const KeyHash& kh, const M& match,
                                                 uint64_t value, bool* retry);
   template <class M>
-  Status erase(const KeyHash& kh, const M& match);
+  Status erase(M match);
   // Locks b and b+1 of the segment covering kh and checks that the directory still names it;
   // false: retry.
   // (*held: b's and b+1's buckets and their lock words as locked, for unlock_pair.)

@@ -85,14 +85,13 @@ std::string DashTable::record_breach(uint64_t word, const KeyHash& kh, uint8_t f
 Status DashTable::bytes_put(Op op, std::string_view key, std::string_view value) {
   if (Status s = invalid(key, value, true); !s.ok()) return s;
   auto guard = pool_->allocator().epoch_guard();  // splits read records
-  return put(op, KeyHash::OfBytes(key.data(), key.size()), BytesMatch{this, key},
-             IntValue::Decode(value));
+  return put(op, BytesMatch{this, key}, IntValue::Decode(value));
 }
 
 Status DashTable::bytes_remove(std::string_view key) {
   if (Status s = invalid(key, {}, false); !s.ok()) return s;
   auto guard = pool_->allocator().epoch_guard();
-  return erase(KeyHash::OfBytes(key.data(), key.size()), BytesMatch{this, key});
+  return erase(BytesMatch{this, key});
 }
 
 }  // namespace pmindex::hash::dash

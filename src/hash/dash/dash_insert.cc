@@ -348,21 +348,23 @@ Status DashTable::put_once(Op op, const KeyHash& kh, const M& key, uint64_t valu
 }
 
 template <class M>
-Status DashTable::put(Op op, const KeyHash& kh, const M& key, uint64_t value) {
+Status DashTable::put(Op op, M key, uint64_t value) {
+  const KeyHash kh = hash_of(key);
   for (;;) {
     bool retry;
     Status s = put_once(op, kh, key, value, &retry);
     if (!retry || !s.ok()) return s;
   }
 }
-template Status DashTable::put(Op, const KeyHash&, const IntMatch&, uint64_t);
-template Status DashTable::put(Op, const KeyHash&, const BytesMatch&, uint64_t);
+template Status DashTable::put(Op, IntMatch, uint64_t);
+template Status DashTable::put(Op, BytesMatch, uint64_t);
 
 // keys=bytes, after the commit that clears the slot: its record retired through the epoch
 // (a reader may still compare it; a crash before the retirement leaves a record no slot
 // names, which the allocator rebuild frees).
 template <class M>
-Status DashTable::erase(const KeyHash& kh, const M& key) {
+Status DashTable::erase(M key) {
+  const KeyHash kh = hash_of(key);
   if (LoadAcquire(root_->directory) == 0) return Status::NotFound();
   uint64_t seg;
   uint32_t b;
@@ -391,7 +393,7 @@ Status DashTable::erase(const KeyHash& kh, const M& key) {
   if constexpr (!std::is_same_v<M, IntMatch>) pool_->allocator().retire(word);
   return Status::OK();
 }
-template Status DashTable::erase(const KeyHash&, const IntMatch&);
-template Status DashTable::erase(const KeyHash&, const BytesMatch&);
+template Status DashTable::erase(IntMatch);
+template Status DashTable::erase(BytesMatch);
 
 }  // namespace pmindex::hash::dash
