@@ -39,6 +39,10 @@ class CampaignScope {
 
  private:
   const IndexRegistration* reg_ = nullptr;
+  // The registration with the traits of an index made with the campaign's index
+  // parameters, where they are given: a variant may change the traits (dash keys=bytes
+  // takes byte-string keys), and the workload and the checks follow them.
+  IndexRegistration variant_;
   std::string previous_mutant_;
   bool selected_ = false;
 };

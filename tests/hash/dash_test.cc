@@ -18,8 +18,10 @@
 
 #include "common/model_checker.h"
 #include "common/test_util.h"
+#include "crashtest/campaign.h"
 #include "hash/dash/layout.h"
 #include "pm/alloc.h"
+#include "pm/mutant.h"
 #include "pm/persist.h"
 #include "pmindex/index.h"
 
@@ -346,6 +348,145 @@ TEST(DashCrashTest, StashInsertAndRemoveAtEveryFence) {
                                    {Step::kRemove, zero[8], 0},
                                    {Step::kRemove, zero[9], 0}};
   EXPECT_EQ(CrashEveryFence(SmallPool(), setup, steps, 1), 8u) << "not the stash path";
+}
+
+
+// ---- keys=bytes: the variable-length-key mode ----------------------------------------------
+
+Options BytesPool(bool small) {
+  Options o = small ? SmallPool() : LargePool();
+  o.index_params = (small ? std::string(hash::dash::kSmallParams) : std::string("dash")) +
+                   " keys=bytes";
+  return o;
+}
+
+// Byte keys of lengths 1..kMaxKeyBytes that share prefixes: r picks a prefix, a number and,
+// for some, a long tail up to the maximum length.
+std::string ByteKey(uint64_t r) {
+  static const char* kPrefixes[] = {"", "u", "user", "user00", "user0012", "k:", "key:abc/"};
+  if (r % 97 == 0) return std::string(1, static_cast<char>('a' + r % 26));  // length 1
+  if (r % 89 == 0) return std::string(hash::dash::kMaxKeyBytes - 1, 'm') + char('0' + r % 10);
+  std::string k = kPrefixes[r % 7] + std::to_string(r / 7);
+  if (r % 5 == 0) k += std::string(8 + r % 300, 'z');  // shared long prefix, then the tail
+  return k.substr(0, hash::dash::kMaxKeyBytes);
+}
+
+void BytesLockstep(bool small, uint64_t key_space, uint64_t ops, uint64_t seed) {
+  TempDir dir;
+  ModelChecker c(seed);
+  ASSERT_NO_FATAL_FAILURE(c.create("dash", dir.file("pool"), BytesPool(small)));
+  ASSERT_TRUE(c.index().traits().byte_keys);
+  ASSERT_EQ(c.index().traits().max_key_size, hash::dash::kMaxKeyBytes);
+  std::mt19937_64 rng(seed);
+  const OpMix mix{.insert = 5, .update = 1, .upsert = 2, .remove = 2, .lookup = 2};
+  for (uint64_t i = 0; i < ops; ++i) {
+    ASSERT_NO_FATAL_FAILURE(c.random_op(rng, ByteKey(rng() % key_space), V(rng()), mix));
+    if (i % 1024 == 0) {
+      ASSERT_NO_FATAL_FAILURE(c.verify());
+    }
+    if (i == ops / 2) {
+      ASSERT_NO_FATAL_FAILURE(c.check_all());
+      ASSERT_NO_FATAL_FAILURE(c.reopen());  // the pool keeps its mode: no parameters given
+      ASSERT_TRUE(c.index().traits().byte_keys);
+      // Nothing leaked: every allocated byte is a segment, the directory or a live record.
+      EXPECT_EQ(c.index().pool()->allocator().allocated_bytes(), c.index().stats().pm_bytes);
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(c.check_all());
+  EXPECT_GT(Node(c.index(), "segments"), 1u);
+  ASSERT_NO_FATAL_FAILURE(c.remove_all(rng));
+  ASSERT_NO_FATAL_FAILURE(c.check_all());
+  ASSERT_NO_FATAL_FAILURE(c.reopen());
+  EXPECT_EQ(c.index().pool()->allocator().allocated_bytes(), c.index().stats().pm_bytes);
+}
+
+TEST(DashBytesTest, LockstepVariedLengthsSmallGeometry) {
+  const uint64_t seed = TestSeed(31);
+  SCOPED_TRACE(SeedTrace(seed));
+  BytesLockstep(true, Scale(2000), Scale(16000), seed);
+}
+
+TEST(DashBytesTest, LockstepVariedLengthsLargeGeometry) {
+  const uint64_t seed = TestSeed(32);
+  SCOPED_TRACE(SeedTrace(seed));
+  BytesLockstep(false, Scale(6000), Scale(20000), seed);
+}
+
+// Length 1 and the maximum are taken, 0 and max + 1 are not; values stay 8 bytes; keys that
+// are prefixes of one another are distinct keys.
+TEST(DashBytesTest, KeyLengthsAndPrefixes) {
+  TempDir dir;
+  auto idx = CreateIndex("dash", dir.file("pool"), BytesPool(true));
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  Index& index = *idx.value();
+  const std::string max(hash::dash::kMaxKeyBytes, 'x');
+  EXPECT_TRUE(index.insert("a", V(1)).ok());
+  EXPECT_TRUE(index.insert(max, V(2)).ok());
+  EXPECT_TRUE(index.insert(max.substr(1), V(3)).ok());
+  EXPECT_TRUE(index.insert("ab", V(4)).ok());
+  EXPECT_TRUE(index.insert(std::string("a\0", 2), V(5)).ok());
+  EXPECT_TRUE(index.insert("a", V(9)).IsAlreadyExists());
+  EXPECT_TRUE(index.insert("", V(1)).IsInvalidArgument());
+  EXPECT_TRUE(index.insert(max + "x", V(1)).IsInvalidArgument());
+  EXPECT_TRUE(index.insert("b", "short").IsInvalidArgument());
+  std::string v;
+  ASSERT_TRUE(index.lookup("a", &v).ok());
+  EXPECT_EQ(v, V(1));
+  ASSERT_TRUE(index.lookup(max, &v).ok());
+  EXPECT_EQ(v, V(2));
+  ASSERT_TRUE(index.lookup(std::string("a\0", 2), &v).ok());
+  EXPECT_EQ(v, V(5));
+  EXPECT_TRUE(index.lookup("abc", &v).IsNotFound());
+  EXPECT_TRUE(index.remove("ab").ok());
+  EXPECT_TRUE(index.lookup("ab", &v).IsNotFound());
+  EXPECT_TRUE(index.verify().ok());
+  size_t n = 0;
+  ASSERT_TRUE(index.for_each([&](std::string_view k, std::string_view) {
+    n += k == "a" || k == max;
+    return true;
+  }).ok());
+  EXPECT_EQ(n, 2u);
+  // An integer-mode pool still takes only 8-byte keys.
+  auto ints = CreateIndex("dash", dir.file("ints"), SmallPool());
+  ASSERT_TRUE(ints.ok());
+  EXPECT_FALSE(ints.value()->traits().byte_keys);
+  EXPECT_TRUE(ints.value()->insert("a", V(1)).IsInvalidArgument());
+  Options bad = SmallPool();
+  bad.index_params = "dash keys=strings";
+  EXPECT_FALSE(CreateIndex("dash", dir.file("bad"), bad).ok());
+}
+
+crashtest::CampaignOptions BytesCampaign() {
+  crashtest::CampaignOptions o;
+  o.timeout_seconds = CampaignTimeout();
+  o.index = "dash";
+  o.index_params = std::string(hash::dash::kSmallParams) + " keys=bytes";
+  o.seed = TestSeed(33);
+  o.ops = Scale(200);
+  o.points = Scale(150);  // sampled fences
+  o.pool_size = 8ull << 20;
+  o.images = 2;
+  o.torn = true;
+  o.max_failures = 1;
+  return o;
+}
+
+// The ADR campaign (torn images) in keys=bytes: its workload takes the byte keys the
+// variant's traits declare. The record persisted after the slot's commit
+// (dash.key_record_after_commit) must fail it.
+TEST(DashBytesCrashTest, CampaignInBytesMode) {
+  SCOPED_TRACE(SeedTrace(TestSeed(33)));
+  crashtest::CampaignResult r = crashtest::RunAdrCampaign(BytesCampaign());
+  ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+  EXPECT_TRUE(r.failures.empty()) << crashtest::FormatResult(r);
+  PMINDEX_REQUIRE_MUTANTS();
+  ASSERT_TRUE(pm::set_mutant("dash.key_record_after_commit"));
+  crashtest::CampaignOptions o = BytesCampaign();
+  o.mutant = pm::selected_mutant();
+  pm::set_mutant("");
+  crashtest::CampaignResult m = crashtest::RunAdrCampaign(o);
+  ASSERT_TRUE(m.error.ok()) << m.error.ToString();
+  EXPECT_FALSE(m.failures.empty()) << "dash.key_record_after_commit was not caught";
 }
 
 }  // namespace

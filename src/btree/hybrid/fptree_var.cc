@@ -34,19 +34,7 @@ uint64_t Prefix(std::string_view key) {
 }  // namespace
 
 uint8_t FPTreeVar::Fingerprint(std::string_view key) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ key.size();
-  size_t i = 0;
-  for (; i + 8 <= key.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, key.data() + i, 8);
-    h = pm::Mix64(h ^ w);
-  }
-  if (i < key.size()) {
-    uint64_t w = 0;
-    std::memcpy(&w, key.data() + i, key.size() - i);
-    h = pm::Mix64(h ^ w);
-  }
-  return static_cast<uint8_t>(h >> 56);
+  return static_cast<uint8_t>(pm::Mix64Bytes(key.data(), key.size()) >> 56);
 }
 
 IndexTraits FPTreeVar::Traits() {

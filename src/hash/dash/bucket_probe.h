@@ -55,14 +55,23 @@ inline uint32_t ZeroBytes(uint64_t x) {
 #endif
 }
 
-// The slot of b that holds key (fingerprint fp), or -1.
-[[gnu::always_inline]] inline int ProbeBucket(const Bucket* b, uint64_t key, uint8_t fp) {
+// The slot of b whose key word `match` accepts (fingerprint fp), or -1. Integer keys:
+// IntMatch (the word is the key); keys=bytes: the word is a KeyRecord's offset and the
+// match reads the record (dash.h, BytesMatch).
+template <class Match>
+[[gnu::always_inline]] inline int ProbeBucket(const Bucket* b, const Match& match, uint8_t fp) {
   for (uint32_t m = Candidates(b, fp); m != 0; m &= m - 1) {
     const int i = __builtin_ctz(m);
-    if (Load(b->slot[i].key) == key) return i;
+    if (match(Load(b->slot[i].key))) return i;
   }
   return -1;
 }
+
+// Integer keys: the slot's key word is the key.
+struct IntMatch {
+  uint64_t key;
+  [[gnu::always_inline]] bool operator()(uint64_t word) const { return word == key; }
+};
 
 // The stash buckets that overflow entries of `b` point to for fingerprint fp; `member`: the
 // entries of keys homed at the previous bucket.

@@ -25,10 +25,16 @@ IndexTraits DashTable::Traits() {
       "Dash-EH: extendible hashing, fingerprinted 256 B buckets, stash, displacement");
 }
 
-const IndexTraits& DashTable::traits() const {
-  static const IndexTraits traits = Traits();
-  return traits;
+IndexTraits DashTable::BytesTraits() {
+  IndexTraits t = Traits();
+  t.byte_keys = true;
+  t.max_key_size = kMaxKeyBytes;
+  t.description += "; keys=bytes: byte-string keys in records of their own, the slot holds "
+                   "the record's offset";
+  return t;
 }
+
+const IndexTraits& DashTable::traits() const { return traits_; }
 
 DashTable::DashTable(std::unique_ptr<Pool> pool)
     : pool_(std::move(pool)),
@@ -39,7 +45,10 @@ DashTable::DashTable(std::unique_ptr<Pool> pool)
       geo_(DashGeometry::Decode(root_->geometry)),
       slot_mask_((1u << geo_.slots) - 1),
       stagger_shift_(static_cast<uint32_t>(std::bit_width(geo_.SegmentBytes() - 1))),
-      stagger_mask_(geo_.stagger == 0 ? 0 : geo_.stagger - 1) {}
+      stagger_mask_(geo_.stagger == 0 ? 0 : geo_.stagger - 1),
+      bytes_(root_->keys == kByteKeys),
+      key_size_(bytes_ ? SIZE_MAX : 8),
+      traits_(bytes_ ? BytesTraits() : Traits()) {}
 
 Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, bool fresh) {
   auto* root = reinterpret_cast<DashRoot*>(pool->root_area());
@@ -54,17 +63,22 @@ Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, boo
         pm::ParamChoice("dash", pool->index_params(), "layout", {"1", "2"}, "1");
     if (!layout.ok()) return layout.status();
     const bool v2 = *layout == "2";
+    // keys=bytes: the variable-length-key mode (layout.h, KeyRecord).
+    Result<std::string_view> keys =
+        pm::ParamChoice("dash", pool->index_params(), "keys", {"int", "bytes"}, "int");
+    if (!keys.ok()) return keys.status();
     const DashGeometry g =
         small ? (v2 ? kSmallGeometryV2 : kSmallGeometry) : (v2 ? kLargeGeometryV2 : kLargeGeometry);
     root->kind = kind;
     root->directory = 0;
     root->geometry = g.Encode();
+    root->keys = *keys == "bytes" ? kByteKeys : kIntKeys;
     pm::PersistContext& pc = pool->persist_context();
     pc.persist(root, sizeof(*root));
     root->magic = kDashMagic;  // commit: 8-byte store after the rest is durable
     pc.persist(&root->magic, 8);
   } else if (root->magic != kDashMagic || root->kind != kind ||
-             !DashGeometry::Decode(root->geometry).Valid()) {
+             !DashGeometry::Decode(root->geometry).Valid() || root->keys > kByteKeys) {
     return Status::Corruption(pool->path() + ": root area is not a dash table");
   }
   return std::unique_ptr<Index>(new DashTable(std::move(pool)));
@@ -81,7 +95,10 @@ Status DashTable::close() {
 
 Status DashTable::invalid(std::string_view key, std::string_view value, bool has_value) const {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
-  if (key.size() != 8) return Status::InvalidArgument("dash keys are 8 bytes");
+  if (bytes_ && (key.empty() || key.size() > kMaxKeyBytes))
+    return Status::InvalidArgument("dash keys=bytes keys are 1.." + std::to_string(kMaxKeyBytes) +
+                                   " bytes");
+  if (!bytes_ && key.size() != 8) return Status::InvalidArgument("dash keys are 8 bytes");
   if (has_value && value.size() != 8) return Status::InvalidArgument("dash values are 8 bytes");
   return Status::OK();
 }
@@ -93,7 +110,8 @@ uint32_t DashTable::global_depth() const {
 
 // ---- reads -------------------------------------------------------------------------------
 
-int DashTable::probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, uint64_t key,
+template <class M>
+int DashTable::probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, const M& key,
                            uint64_t* value) const {
   const uint8_t fp = kh.Fp();
   const bool wait = !pm::mutant("dash.reader_ignores_lock");
@@ -120,7 +138,8 @@ int DashTable::probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, ui
 // before it unlocks S, so the directory read again after b's ReadBegin names another segment
 // (as Dash's own reads check). The directory's lines are hot; S's header, whose pattern
 // would tell the same, is one more cache line to miss.
-int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) const {
+template <class M>
+int DashTable::try_lookup(const KeyHash& kh, const M& key, uint64_t* value) const {
   const uint64_t seg = segment_for(kh);
   if (seg == 0) return 0;
   const bool wait = !pm::mutant("dash.reader_ignores_lock");
@@ -155,37 +174,56 @@ int DashTable::try_lookup(const KeyHash& kh, uint64_t key, uint64_t* value) cons
   return found;
 }
 
-Status DashTable::lookup(std::string_view key, std::string* value) {
-  if (Status s = check(key, {}, false); !s.ok()) return s;
-  const uint64_t k = IntKey::Decode(key);
-  const KeyHash kh(k);
+template <class M>
+Status DashTable::lookup_with(const KeyHash& kh, const M& key, std::string* value) const {
   uint64_t v = 0;
   int r;
-  while ((r = try_lookup(kh, k, &v)) == -1) {
+  while ((r = try_lookup(kh, key, &v)) == -1) {
   }
   if (r == 0) return Status::NotFound();
   if (value != nullptr) SetIntValue(value, v);
   return Status::OK();
 }
 
+// keys=bytes: under the epoch guard (a record a remove retires stays readable).
+Status DashTable::bytes_lookup(std::string_view key, std::string* value) {
+  if (Status s = invalid(key, {}, false); !s.ok()) return s;
+  auto guard = pool_->allocator().epoch_guard();
+  return lookup_with(KeyHash::OfBytes(key.data(), key.size()), BytesMatch{this, key}, value);
+}
+
+Status DashTable::lookup(std::string_view key, std::string* value) {
+  if (!int_op(key, {}, false)) [[unlikely]]
+    return bytes_lookup(key, value);
+  const uint64_t k = IntKey::Decode(key);
+  return lookup_with(KeyHash(k), IntMatch{k}, value);
+}
+
 Status DashTable::insert(std::string_view key, std::string_view value) {
-  if (Status s = check(key, value, true); !s.ok()) return s;
-  return put(Op::kInsert, IntKey::Decode(key), IntValue::Decode(value));
+  if (!int_op(key, value, true)) [[unlikely]]
+    return bytes_put(Op::kInsert, key, value);
+  const uint64_t k = IntKey::Decode(key);
+  return put(Op::kInsert, IntMatch{k}, IntValue::Decode(value));
 }
 
 Status DashTable::update(std::string_view key, std::string_view value) {
-  if (Status s = check(key, value, true); !s.ok()) return s;
-  return put(Op::kUpdate, IntKey::Decode(key), IntValue::Decode(value));
+  if (!int_op(key, value, true)) [[unlikely]]
+    return bytes_put(Op::kUpdate, key, value);
+  const uint64_t k = IntKey::Decode(key);
+  return put(Op::kUpdate, IntMatch{k}, IntValue::Decode(value));
 }
 
 Status DashTable::upsert(std::string_view key, std::string_view value) {
-  if (Status s = check(key, value, true); !s.ok()) return s;
-  return put(Op::kUpsert, IntKey::Decode(key), IntValue::Decode(value));
+  if (!int_op(key, value, true)) [[unlikely]]
+    return bytes_put(Op::kUpsert, key, value);
+  const uint64_t k = IntKey::Decode(key);
+  return put(Op::kUpsert, IntMatch{k}, IntValue::Decode(value));
 }
 
 Status DashTable::remove(std::string_view key) {
-  if (Status s = check(key, {}, false); !s.ok()) return s;
-  return erase(IntKey::Decode(key));
+  if (!int_op(key, {}, false)) [[unlikely]]
+    return bytes_remove(key);
+  return erase(IntMatch{IntKey::Decode(key)});
 }
 
 IndexRegistration Registration() {
@@ -220,6 +258,9 @@ IndexRegistration Registration() {
        "a displacement clears the key's old slot before the new slot is committed"},
       {"dash.stash_meta_after_commit",
        "a stash insert persists its overflow entry after the stash slot's alloc bit"},
+      {"dash.key_record_after_commit",
+       "keys=bytes: an insert persists the key's record after the slot's commit",
+       "", "DashBytesCrashTest.CampaignInBytesMode"},
   };
   r.crash_scenarios = {"dash-segment-split"};
   return r;

@@ -2,13 +2,13 @@
 // 2020): extendible hashing over segments of 256-byte buckets with fingerprints, balanced
 // insert, displacement and stash buckets, optimistic bucket locks. Layouts: layout.h.
 //
-// A key (8-byte integer, hashed with pm::Mix64) lives in its home bucket b or the probing
-// bucket b+1 of the segment the directory names for its hash's top bits, or in one of the
-// segment's stash buckets. Insert puts it in the less full of b and b+1; when both are full
-// it displaces a key of b+1 homed there to b+2, or a key of b homed at b-1 back to b-1; then
-// the stash, recorded by an overflow fingerprint in b (or b+1) or counted in b's overflow
-// counter; when the stash is full too, the segment splits (and the directory doubles first
-// when the segment's local depth is the global depth).
+// A key (8-byte integer, hashed with pm::Mix64; keys=bytes below) lives in its home bucket
+// b or the probing bucket b+1 of the segment the directory names for its hash's top bits,
+// or in one of the segment's stash buckets. Insert puts it in the less full of b and b+1;
+// when both are full it displaces a key of b+1 homed there to b+2, or a key of b homed at
+// b-1 back to b-1; then the stash, recorded by an overflow fingerprint in b (or b+1) or
+// counted in b's overflow counter; when the stash is full too, the segment splits (and the
+// directory doubles first when the segment's local depth is the global depth).
 //
 // Commit of an insert (two fences): key, value and fingerprint persisted (the fingerprint
 // of a slot whose alloc bit is clear means nothing), then the alloc and member bits, one
@@ -46,12 +46,34 @@
 // read a bucket between VersionLock::ReadBegin (waiting while a writer holds it: a writer
 // unlocks only after its commit is durable, so a reader never returns a pair that is not)
 // and ReadValidate, and, to answer "absent", check that the directory still names the
-// segment (else a split moved the key: retry from the directory). No operation holds an
-// epoch guard: the only blocks Dash replaces are directories, and a directory replaced by a
+// segment (else a split moved the key: retry from the directory). No integer-mode operation
+// holds an epoch guard: the only blocks it replaces are directories, and a directory replaced by a
 // doubling stays allocated until close (a reader may still be in it; the old ones together
 // are smaller than the current one), so there is nothing for a guard to protect. A
 // lookup's instruction count decides how many lookups the CPU overlaps (doc/dash.md).
+// (keys=bytes is the exception, below: its operations hold the guard.)
 // Segments are never freed (no merge, as in Dash).
+//
+// keys=bytes (index parameter; the root's keys word, so a reopen runs the pool's mode): a
+// slot's key word is the pool offset of a KeyRecord (layout.h: length, bytes; one allocator
+// block), the hash is pm::Mix64Bytes of the bytes, and a probe compares the fingerprint, then
+// follows the offset and compares the bytes (BytesMatch). The paths are the integer mode's,
+// instantiated with BytesMatch instead of IntMatch; the mode is chosen once per table
+// (key_size_: an integer-mode call pays no test for it). Crash argument per path:
+//   insert: the record written and persisted (one fence), then the slot committed as an
+//     integer key (two fences): a crash before the slot's alloc bit is durable leaves a record
+//     no slot names, which the allocator rebuild frees (visit_blocks reports the record of
+//     every allocated slot); after it, the record is durable and reachable.
+//   update: the value word only (the record is not touched).
+//   remove: the alloc bit cleared and persisted (the commit), then the record retired through
+//     the pool's epoch (freed once no guard that could have read it is open); a crash between
+//     them leaves a record no slot names: freed by the rebuild.
+//   displacement and split: move the key word (the offset), never the record; a split (and
+//     its redo in recovery, and the overflow rebuild) rehashes a key by reading its record,
+//     which is durable since its slot's commit. A key in two slots (a move cut between its
+//     commits) names one record, which the move's recovery leaves in one slot.
+// Every bytes-mode operation holds the pool's epoch guard: a reader (or a writer's locate)
+// may follow a key word to a record that a concurrent remove retires.
 //
 // for_each under concurrent writers: every pair that is present throughout the iteration
 // is reported exactly once, unless a displacement or a split moves it during the iteration
@@ -64,6 +86,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "hash/dash/bucket_probe.h"
@@ -76,6 +99,7 @@ namespace pmindex::hash::dash {
 class DashTable final : public Index {
  public:
   static IndexTraits Traits();
+  static IndexTraits BytesTraits();  // keys=bytes: byte_keys, 1..kMaxKeyBytes
   static Result<std::unique_ptr<Index>> Attach(std::unique_ptr<Pool> pool, bool fresh);
   ~DashTable() override { close().IgnoreError(); }
 
@@ -114,13 +138,43 @@ class DashTable final : public Index {
   Directory* dir_at(uint64_t off) const { return reinterpret_cast<Directory*>(base_ + off); }
   uint32_t next(uint32_t b) const { return b + 1 == geo_.normal ? 0 : b + 1; }
   uint32_t prev(uint32_t b) const { return b == 0 ? geo_.normal - 1 : b - 1; }
-  // InvalidArgument for a closed table or a key or value that is not 8 bytes.
-  Status check(std::string_view key, std::string_view value, bool has_value) const {
-    if (pool_ == nullptr || key.size() != 8 || (has_value && value.size() != 8)) [[unlikely]]
-      return invalid(key, value, has_value);
-    return Status::OK();
+  // True for an integer-mode operation on an open table with an 8-byte key (and value). In
+  // keys=bytes key_size_ is SIZE_MAX, so this one test also sends every bytes-mode operation
+  // to the slow path: the integer path gains no instruction (the mode is decided once per
+  // table, at attach).
+  [[gnu::always_inline]] bool int_op(std::string_view key, std::string_view value,
+                                     bool has_value) const {
+    return pool_ != nullptr && key.size() == key_size_ && (!has_value || value.size() == 8);
   }
+  // InvalidArgument for a closed table or a key or value this table's mode does not take.
   Status invalid(std::string_view key, std::string_view value, bool has_value) const;
+
+  // The variable-length-key mode (keys=bytes; dash_bytes.cc). Every operation holds the
+  // pool's epoch guard: a reader may follow a slot's key word to a record that a remove
+  // retires meanwhile.
+  struct BytesMatch {  // the slot's key word names a KeyRecord holding `key`
+    const DashTable* t;
+    std::string_view key;
+    bool operator()(uint64_t word) const { return t->record_equals(word, key); }
+  };
+  Status bytes_lookup(std::string_view key, std::string* value);
+  Status bytes_put(Op op, std::string_view key, std::string_view value);
+  Status bytes_remove(std::string_view key);
+  // A new record holding key, persisted (step 1 of a bytes-mode insert).
+  Result<uint64_t> new_record(std::string_view key);
+  // The record's bytes; empty for a word that names no record inside the pool (a racy read
+  // of a slot being written, or damage).
+  std::string_view record_view(uint64_t word) const;
+  bool record_equals(uint64_t word, std::string_view key) const;
+  // The hash of the key a slot's key word stands for (the record's, in keys=bytes): splits,
+  // overflow rebuilds, verify and for_each, never a lookup or an insert.
+  KeyHash slot_hash(uint64_t word) const {
+    if (!bytes_) return KeyHash(word);
+    const std::string_view k = record_view(word);
+    return KeyHash::OfBytes(k.data(), k.size());
+  }
+  // The key a slot's key word stands for, as the API spells it.
+  std::string slot_key(uint64_t word) const;
   // The segment the directory names for h (0: empty table).
   uint64_t segment_for(const KeyHash& kh) const {
     const uint64_t d = LoadAcquire(root_->directory);
@@ -131,8 +185,12 @@ class DashTable final : public Index {
   }
 
   // Reads (dash.cc).
-  // Searches one bucket for key; its slot or -1. Relaxed atomic loads only.
-  int probe(const Bucket* b, uint64_t key, uint8_t fp) const { return ProbeBucket(b, key, fp); }
+  // Searches one bucket for the key `match` accepts; its slot or -1. Relaxed atomic loads
+  // only (and, in keys=bytes, the records' bytes).
+  template <class M>
+  [[gnu::always_inline]] int probe(const Bucket* b, const M& match, uint8_t fp) const {
+    return ProbeBucket(b, match, fp);
+  }
   // The stash buckets that may hold a key of home b0 (b1: the bucket after it) with
   // fingerprint fp (a bit each).
   uint32_t stash_targets(const Bucket* b0, const Bucket* b1, uint8_t fp) const {
@@ -144,18 +202,33 @@ class DashTable final : public Index {
   }
   // Searches the stash buckets `targets` of seg for key (under the home buckets' read
   // versions): 1 found, 0 not, -1 retry.
-  int probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, uint64_t key,
+  template <class M>
+  int probe_stash(uint64_t seg, uint32_t targets, const KeyHash& kh, const M& match,
                   uint64_t* value) const;
   // 1 found, 0 absent, -1 retry (a writer or a split changed what was read). Inlined into
   // lookup, its only caller.
-  [[gnu::always_inline]] inline int try_lookup(const KeyHash& kh, uint64_t key,
-                                              uint64_t* value) const;
+  template <class M>
+  [[gnu::always_inline]] inline int try_lookup(const KeyHash& kh, const M& match,
+                                               uint64_t* value) const;
+  template <class M>
+  [[gnu::always_inline]] inline Status lookup_with(const KeyHash& kh, const M& match,
+                                                   std::string* value) const;
 
   // Writes (dash.cc, dash_insert.cc).
-  Status put(Op op, uint64_t key, uint64_t value);
+  // `key`: the integer key (IntMatch), or the bytes (BytesMatch: a new key gets a record).
+  // By value: IntMatch stays in a register (an integer insert's instructions as before).
+  template <class M>
+  Status put(Op op, M match, uint64_t value);
+  static KeyHash hash_of(const IntMatch& m) { return KeyHash(m.key); }
+  static KeyHash hash_of(const BytesMatch& m) {
+    return KeyHash::OfBytes(m.key.data(), m.key.size());
+  }
   // One attempt; *retry: read the directory again. Inlined into put, its only caller.
-  [[gnu::always_inline]] inline Status put_once(Op op, uint64_t key, uint64_t value, bool* retry);
-  Status erase(uint64_t key);
+  template <class M>
+  [[gnu::always_inline]] inline Status put_once(Op op, const KeyHash& kh, const M& match,
+                                                uint64_t value, bool* retry);
+  template <class M>
+  Status erase(M match);
   // Locks b and b+1 of the segment covering kh and checks that the directory still names it;
   // false: retry.
   // (*held: b's and b+1's buckets and their lock words as locked, for unlock_pair.)
@@ -171,8 +244,9 @@ class DashTable final : public Index {
                                                Held* held) const;
   [[gnu::always_inline]] inline void unlock_pair(const Held& held) const;
   // Under b's and b+1's locks: where key is, if present.
+  template <class M>
   [[gnu::always_inline]] inline bool locate(uint64_t seg, uint32_t b, const KeyHash& kh,
-                                            uint64_t key, Loc* loc) const;
+                                            const M& match, Loc* loc) const;
   // Under the locks: inserts a new key; false if the segment is full.
   bool insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, uint64_t value);
   // The commit of a pair into a free slot of a locked bucket (two fences).
@@ -192,6 +266,9 @@ class DashTable final : public Index {
   Result<uint64_t> double_directory(uint64_t dir_off);
   // The slots of each bucket of S that a split moves (bit j of entry i: bucket i's slot j).
   using MovedSlots = std::array<uint32_t, kMaxNormal + kMaxStash>;
+  bool moves_at_split(uint64_t word, uint32_t depth) const {
+    return (slot_hash(word).h >> (63 - depth)) & 1;
+  }
   void build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth, uint64_t pattern,
                          MovedSlots* moved);
   void point_directory(Directory* dir, uint32_t depth, uint64_t pattern, uint64_t target);
@@ -207,6 +284,8 @@ class DashTable final : public Index {
   // directory whose entries do not form one range per segment.
   Status walk(FunctionRef<Status(uint64_t, uint64_t)> fn) const;
   bool valid_segment(uint64_t off) const;
+  // keys=bytes: what a slot's key record may be damaged by (verify); empty if sound.
+  std::string record_breach(uint64_t word, const KeyHash& kh, uint8_t fp) const;
   // The directory and its depth after checking they lie in the pool; *dir null: empty table.
   Status load_directory(Directory** dir, uint32_t* depth) const;
   Status finish_split(Directory* dir, uint32_t g, uint64_t i);
@@ -229,6 +308,9 @@ class DashTable final : public Index {
   uint64_t stagger_mask_;   // 3 in layout 2, 0 in layout 1
   std::mutex split_mu_;  // splits, directory doubling, the first segment
   std::vector<uint64_t> old_dirs_;  // directories replaced by doublings (split_mu_); freed at close
+  bool bytes_;                      // keys=bytes (the root's keys word)
+  size_t key_size_;                 // 8; SIZE_MAX in keys=bytes (int_op)
+  IndexTraits traits_;              // Traits(), or BytesTraits() in keys=bytes
 };
 
 IndexRegistration Registration();

@@ -49,7 +49,8 @@ void DashTable::unlock_pair(const Held& held) const {
   VersionLock::Release(&held.b1->lock, held.w1);
 }
 
-bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
+template <class M>
+bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, const M& key,
                        Loc* loc) const {
   const uint8_t fp = kh.Fp();
   const Bucket* b0 = bucket(seg, b);
@@ -286,8 +287,8 @@ Status DashTable::create_first() {
 }
 
 // One attempt; *retry: read the directory again.
-Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
-  const KeyHash kh(key);
+template <class M>
+Status DashTable::put_once(Op op, const KeyHash& kh, const M& key, uint64_t value, bool* retry) {
   *retry = true;
   if (LoadAcquire(root_->directory) == 0) {
     if (op == Op::kUpdate) {
@@ -313,11 +314,30 @@ Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
     }
   } else if (op == Op::kUpdate) {
     s = Status::NotFound();
-  } else if (!insert_new(seg, b, kh, key, value)) {
-    const uint64_t dp = Load(hdr(seg)->depth_pattern);
-    unlock_pair(held);
-    *retry = true;
-    return split(seg, dp);
+  } else if constexpr (std::is_same_v<M, IntMatch>) {
+    if (!insert_new(seg, b, kh, key.key, value)) {
+      const uint64_t dp = Load(hdr(seg)->depth_pattern);
+      unlock_pair(held);
+      *retry = true;
+      return split(seg, dp);
+    }
+  } else {
+    // keys=bytes: the record persisted (new_record), then the slot naming it committed. A
+    // crash between them leaves a record no slot names: the allocator rebuild frees it.
+    Result<uint64_t> rec = new_record(key.key);
+    if (!rec.ok()) {
+      unlock_pair(held);
+      return rec.status();
+    }
+    if (!insert_new(seg, b, kh, *rec, value)) {
+      pool_->allocator().free(*rec);  // never named by a slot
+      const uint64_t dp = Load(hdr(seg)->depth_pattern);
+      unlock_pair(held);
+      *retry = true;
+      return split(seg, dp);
+    }
+    if (pm::mutant("dash.key_record_after_commit"))
+      pc_->persist(base_ + *rec, KeyRecordBytes(key.key.size()));
   }
   unlock_pair(held);
   if (pm::kMutantsCompiled && t_deferred_commit != nullptr) {  // dash.unlock_before_persist
@@ -327,16 +347,24 @@ Status DashTable::put_once(Op op, uint64_t key, uint64_t value, bool* retry) {
   return s;
 }
 
-Status DashTable::put(Op op, uint64_t key, uint64_t value) {
+template <class M>
+Status DashTable::put(Op op, M key, uint64_t value) {
+  const KeyHash kh = hash_of(key);
   for (;;) {
     bool retry;
-    Status s = put_once(op, key, value, &retry);
+    Status s = put_once(op, kh, key, value, &retry);
     if (!retry || !s.ok()) return s;
   }
 }
+template Status DashTable::put(Op, IntMatch, uint64_t);
+template Status DashTable::put(Op, BytesMatch, uint64_t);
 
-Status DashTable::erase(uint64_t key) {
-  const KeyHash kh(key);
+// keys=bytes, after the commit that clears the slot: its record retired through the epoch
+// (a reader may still compare it; a crash before the retirement leaves a record no slot
+// names, which the allocator rebuild frees).
+template <class M>
+Status DashTable::erase(M key) {
+  const KeyHash kh = hash_of(key);
   if (LoadAcquire(root_->directory) == 0) return Status::NotFound();
   uint64_t seg;
   uint32_t b;
@@ -349,6 +377,8 @@ Status DashTable::erase(uint64_t key) {
     return Status::NotFound();
   }
   Bucket* bk = bucket(seg, loc.bucket);
+  uint64_t word = 0;  // keys=bytes: the record to retire
+  if constexpr (!std::is_same_v<M, IntMatch>) word = Load(bk->slot[loc.slot].key);
   if (loc.bucket < geo_.normal) {
     Store(bk->bitmap, ClearSlotBits(Load(bk->bitmap), loc.slot));
     pc_->persist(&bk->bitmap, 4);  // commit
@@ -360,7 +390,10 @@ Status DashTable::erase(uint64_t key) {
     pc_->persist(remove_overflow(seg, b, kh.Fp(), loc.bucket - geo_.normal), 1);
   }
   unlock_pair(held);
+  if constexpr (!std::is_same_v<M, IntMatch>) pool_->allocator().retire(word);
   return Status::OK();
 }
+template Status DashTable::erase(IntMatch);
+template Status DashTable::erase(BytesMatch);
 
 }  // namespace pmindex::hash::dash

@@ -1,5 +1,6 @@
 // Dash: recovery, verify, the block visitor, stats and the full iteration.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -134,7 +135,18 @@ Status DashTable::visit_blocks(BlockVisitor& visitor) {
   const uint64_t dir = Load(root_->directory);
   if (dir == 0) return Status::OK();
   if (Status s = visitor.visit(dir); !s.ok()) return s;
-  return walk([&](uint64_t seg, uint64_t) { return visitor.visit(seg); });
+  return walk([&](uint64_t seg, uint64_t) {
+    if (Status s = visitor.visit(seg); !s.ok() || !bytes_) return s;
+    // keys=bytes: the record of every allocated slot (a record no slot names is an insert
+    // cut before its commit or a remove cut before its retirement: the rebuild frees it).
+    for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
+      const Bucket* bk = bucket(seg, i);
+      for (uint32_t m = Load(bk->bitmap) & kAllocMask; m != 0; m &= m - 1) {
+        if (Status s = visitor.visit(Load(bk->slot[__builtin_ctz(m)].key)); !s.ok()) return s;
+      }
+    }
+    return Status::OK();
+  });
 }
 
 IndexStats DashTable::stats() {
@@ -152,6 +164,10 @@ IndexStats DashTable::stats() {
       const uint32_t n = __builtin_popcount(Load(bucket(seg, i)->bitmap) & kAllocMask);
       st.keys += n;
       if (i >= geo_.normal) stash_keys += n;
+      if (!bytes_) continue;
+      const Bucket* bk = bucket(seg, i);
+      for (uint32_t m = Load(bk->bitmap) & kAllocMask; m != 0; m &= m - 1)
+        st.pm_bytes += a.block_size(Load(bk->slot[__builtin_ctz(m)].key));  // key records
     }
     return Status::OK();
   }).IgnoreError();
@@ -170,6 +186,8 @@ Status DashTable::for_each(ScanCallback fn) {
   const Directory* dir = dir_at(dir_off);
   const uint32_t g = static_cast<uint32_t>(Load(dir->depth));
   std::vector<Slot> pairs;
+  std::optional<pm::Epoch::Guard> guard;  // keys=bytes: the records read after validation
+  if (bytes_) guard.emplace(pool_->allocator().epoch());
   for (uint64_t i = 0; i < (uint64_t{1} << g);) {
     const uint64_t seg = LoadAcquire(dir->seg[i]);
     const uint64_t dp = Load(hdr(seg)->depth_pattern);
@@ -190,8 +208,12 @@ Status DashTable::for_each(ScanCallback fn) {
       }
     }
     for (const Slot& sl : pairs) {
-      if (KeyHash(sl.key).Pattern(DepthOf(dp)) != PatternOf(dp)) continue;
-      if (!fn(IntKey(sl.key), IntValue(sl.value))) return Status::OK();
+      if (slot_hash(sl.key).Pattern(DepthOf(dp)) != PatternOf(dp)) continue;
+      if (!bytes_) {
+        if (!fn(IntKey(sl.key), IntValue(sl.value))) return Status::OK();
+      } else if (!fn(slot_key(sl.key), IntValue(sl.value))) {
+        return Status::OK();
+      }
     }
     i = ((i >> (g - d)) + 1) << (g - d);
   }

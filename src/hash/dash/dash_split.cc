@@ -16,8 +16,6 @@ using pm::VersionLock;
 namespace {
 // The deepest local depth: the directory of 2^kMaxDepth entries is 8 GiB.
 constexpr uint32_t kMaxDepth = 30;
-
-bool MovesAtSplit(uint64_t key, uint32_t depth) { return (KeyHash(key).h >> (63 - depth)) & 1; }
 }  // namespace
 
 void DashTable::lock_all(uint64_t seg) const {
@@ -113,8 +111,8 @@ void DashTable::build_new_segment(uint64_t seg, uint64_t fresh, uint32_t depth,
     uint32_t m = 0;
     for (uint32_t alloc = bm & kAllocMask; alloc != 0; alloc &= alloc - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
-      const uint64_t key = Load(from->slot[j].key);
-      if (!MovesAtSplit(key, depth)) continue;
+      const uint64_t key = Load(from->slot[j].key);  // keys=bytes: the record moves by offset
+      if (!moves_at_split(key, depth)) continue;
       to->slot[j] = {key, Load(from->slot[j].value)};
       to->fp[j] = Load(from->fp[j]);
       m |= 1u << j;
@@ -146,7 +144,7 @@ void DashTable::remove_moved(uint64_t seg, uint32_t depth, const MovedSlots* mov
     } else {
       for (uint32_t alloc = bm & kAllocMask; alloc != 0; alloc &= alloc - 1) {
         const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
-        if (MovesAtSplit(Load(b->slot[j].key), depth)) m |= 1u << j;
+        if (moves_at_split(Load(b->slot[j].key), depth)) m |= 1u << j;
       }
     }
     Store(b->bitmap, bm & ~(m | (m << kMemberShift)));
@@ -169,7 +167,7 @@ void DashTable::rebuild_overflow(uint64_t seg) {
     const Bucket* sb = bucket(seg, geo_.normal + s);
     for (uint32_t alloc = Load(sb->bitmap) & kAllocMask; alloc != 0; alloc &= alloc - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(alloc));
-      const KeyHash kh(Load(sb->slot[j].key));
+      const KeyHash kh = slot_hash(Load(sb->slot[j].key));
       add_overflow(seg, kh.Home(geo_.normal), kh.Fp(), s);
     }
   }

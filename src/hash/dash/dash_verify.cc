@@ -23,7 +23,8 @@ bool DashTable::overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t s
 
 Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
   const uint64_t dp = Load(hdr(seg)->depth_pattern);
-  std::vector<uint64_t> seen;
+  std::vector<uint64_t> seen;          // integer keys
+  std::vector<std::string> seen_bytes;  // keys=bytes
   for (uint32_t i = 0; i < geo_.normal + geo_.stash; ++i) {
     const Bucket* bk = bucket(seg, i);
     const uint32_t bm = Load(bk->bitmap);
@@ -40,8 +41,16 @@ Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
     for (uint32_t m = bm & kAllocMask; m != 0; m &= m - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(m));
       const uint64_t key = Load(bk->slot[j].key);
-      const KeyHash kh(key);
-      seen.push_back(key);
+      const KeyHash kh = slot_hash(key);
+      if (bytes_) {
+        if (std::string r = record_breach(key, kh, Load(bk->fp[j])); !r.empty())
+          return Breach(seg, i, j, r);
+      }
+      if (bytes_) {
+        seen_bytes.push_back(slot_key(key));
+      } else {
+        seen.push_back(key);
+      }
       if (kh.Pattern(DepthOf(dp)) != PatternOf(dp))
         return Breach(seg, i, j, "key outside the segment's pattern");
       if (Load(bk->fp[j]) != kh.Fp()) return Breach(seg, i, j, "fingerprint differs from key's");
@@ -55,9 +64,11 @@ Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
     }
   }
   std::sort(seen.begin(), seen.end());
-  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end())
+  std::sort(seen_bytes.begin(), seen_bytes.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end() ||
+      std::adjacent_find(seen_bytes.begin(), seen_bytes.end()) != seen_bytes.end())
     return Status::Corruption("dash: segment @" + std::to_string(seg) + " holds a key twice");
-  *keys += seen.size();
+  *keys += seen.size() + seen_bytes.size();
   return Status::OK();
 }
 

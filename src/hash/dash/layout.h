@@ -141,13 +141,35 @@ inline constexpr size_t DirectoryBytes(uint32_t depth) { return 64 + (size_t{8} 
 //   off 16  directory  pool offset of the directory, 0 = empty table (made at first insert)
 //   off 24  geometry   normal buckets | stash buckets << 16 | slots used << 32 |
 //                      stagger << 48 (0: layout 1, the default; 4: layout 2)
+//   off 32  keys       kIntKeys (0: 8-byte integer keys inline, the default; pools made
+//                      before the bytes mode existed hold 0 here) or kByteKeys (slot.key is
+//                      the pool offset of a KeyRecord)
 struct DashRoot {
   uint64_t magic;
   uint64_t kind;
   uint64_t directory;
   uint64_t geometry;
+  uint64_t keys;
 };
-static_assert(sizeof(DashRoot) == 32 && offsetof(DashRoot, directory) == 16);
+static_assert(sizeof(DashRoot) == 40 && offsetof(DashRoot, directory) == 16 &&
+              offsetof(DashRoot, keys) == 32);
+inline constexpr uint64_t kIntKeys = 0;
+inline constexpr uint64_t kByteKeys = 1;
+
+// The variable-length-key mode (index parameter keys=bytes): a key's bytes live in a
+// KeyRecord, one allocator block of its own, and the slot's key word is the record's pool
+// offset. Written and persisted before the slot that names it is committed; never changed
+// after; retired through the pool's epoch when the slot that names it is cleared.
+//
+//   off 0  length  1..kMaxKeyBytes
+//   off 8  bytes   `length` bytes of the key
+inline constexpr size_t kMaxKeyBytes = 1024;
+struct KeyRecord {
+  uint64_t length;
+  char bytes[8];  // `length` bytes: the block holds 8 + length
+};
+static_assert(offsetof(KeyRecord, length) == 0 && offsetof(KeyRecord, bytes) == 8);
+inline constexpr size_t KeyRecordBytes(size_t length) { return 8 + length; }
 static_assert(sizeof(DashRoot) <= kRootAreaSize);
 
 inline constexpr uint64_t kDashMagic = 0x3168736168736164ull;  // "dashhsh1"
@@ -193,6 +215,12 @@ inline constexpr const char* kSmallParams = "dash geometry=small (4+2 buckets, 4
 struct KeyHash {
   uint64_t h;
   explicit KeyHash(uint64_t key) : h(pm::Mix64(key)) {}
+  // A byte key's (keys=bytes): every field below derives from this hash as from Mix64's.
+  static KeyHash OfBytes(const void* p, size_t n) {
+    KeyHash kh(0);
+    kh.h = pm::Mix64Bytes(p, n);
+    return kh;
+  }
   uint64_t DirIndex(uint32_t global_depth) const {
     return global_depth == 0 ? 0 : h >> (64 - global_depth);
   }
