@@ -176,6 +176,36 @@ TEST(DashModelTest, StashEntriesAndCounterFindEveryKey) {
   ASSERT_NO_FATAL_FAILURE(c.check_all());
 }
 
+// A pool written before kOvfHomedMask existed has stash keys whose class bits are clear, and a
+// zero flags word in its root: recovery sets the bits once, so every stash key is found. (Six
+// stash keys: overflow entries in buckets 0 and 1, no counter, whose flag would send every
+// lookup to the stash.)
+TEST(DashRecoveryTest, PoolWithoutHomeFlagsIsMigrated) {
+  TempDir dir;
+  ModelChecker c(TestSeed(16));
+  ASSERT_NO_FATAL_FAILURE(c.create("dash", dir.file("pool"), LargePool()));
+  const std::vector<uint64_t> keys = KeysWithHome(0, 2 * 14 + 6, kLargeGeometry.normal, 1);
+  for (uint64_t k : keys) ASSERT_NO_FATAL_FAILURE(c.insert(K(k), V(k)));
+  auto* root = reinterpret_cast<hash::dash::DashRoot*>(c.index().pool()->root_area());
+  ASSERT_EQ(root->flags, hash::dash::kHomedFlags);
+  root->flags = 0;
+  char* base = c.index().pool()->base();
+  const uint64_t seg = reinterpret_cast<hash::dash::Directory*>(base + root->directory)->seg[0];
+  uint32_t cleared = 0;
+  for (uint32_t b = 0; b < kLargeGeometry.normal; ++b) {
+    auto* bk = reinterpret_cast<hash::dash::Bucket*>(base + seg + hash::dash::kBucketBytes *
+                                                                      (1 + b));
+    cleared += (bk->ovf_member & hash::dash::kOvfHomedMask) != 0;
+    bk->ovf_member &= static_cast<uint8_t>(~hash::dash::kOvfHomedMask);
+  }
+  EXPECT_EQ(cleared, 1u);  // bucket 0, the only home with stash keys
+  EXPECT_FALSE(c.index().verify().ok()) << "verify must see stash keys hidden from lookups";
+  ASSERT_NO_FATAL_FAILURE(c.reopen());
+  EXPECT_EQ(reinterpret_cast<hash::dash::DashRoot*>(c.index().pool()->root_area())->flags,
+            hash::dash::kHomedFlags);
+  ASSERT_NO_FATAL_FAILURE(c.check_all());
+}
+
 TEST(DashRecoveryTest, ReopenKeepsEveryKeyAndLeaksNothing) {
   TempDir dir;
   ModelChecker c(TestSeed(15));

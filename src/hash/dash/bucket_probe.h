@@ -101,14 +101,12 @@ inline uint32_t OverflowTargets(const Bucket* b, uint8_t fp, bool member) {
 #endif
 }
 
-// False when no key of home b0 can be in the stash: neither b0 nor b1 (the bucket after it)
-// has a valid overflow entry, and b0's overflow counter is not flagged. One test on the two
-// metadata lines a lookup has already read; the stash probe is a call only when it passes.
-[[gnu::always_inline]] inline bool MayHaveStashKeys(const Bucket* b0, const Bucket* b1) {
-  return ((Load(b0->bitmap) | Load(b1->bitmap)) >> kOverflowShift) != 0 ||
-         (Load(b0->ovf_member) & kOvfCounted) != 0;
+// False when no key of home b0 with fingerprint fp can be in the stash: neither fp's class bit
+// (layout.h, kOvfHomedMask) nor kOvfCounted is set. One test of the line a lookup has already
+// read; the stash probe is a call only when it passes.
+[[gnu::always_inline]] inline bool MayHaveStashKeys(const Bucket* b0, uint8_t fp) {
+  return (Load(b0->ovf_member) & (HomedBit(fp) | kOvfCounted)) != 0;
 }
-
 }  // namespace pmindex::hash::dash
 
 #endif  // PMINDEX_HASH_DASH_BUCKET_PROBE_H_

@@ -73,6 +73,7 @@ Result<std::unique_ptr<Index>> DashTable::Attach(std::unique_ptr<Pool> pool, boo
     root->directory = 0;
     root->geometry = g.Encode();
     root->keys = *keys == "bytes" ? kByteKeys : kIntKeys;
+    root->flags = kHomedFlags;
     pm::PersistContext& pc = pool->persist_context();
     pc.persist(root, sizeof(*root));
     root->magic = kDashMagic;  // commit: 8-byte store after the rest is durable
@@ -162,7 +163,7 @@ int DashTable::try_lookup(const KeyHash& kh, const M& key, uint64_t* value) cons
     *value = Load(b1->slot[i].value);
     found = 1;
   } else {
-    const uint32_t targets = MayHaveStashKeys(b0, b1) ? stash_targets(b0, b1, fp) : 0;
+    const uint32_t targets = MayHaveStashKeys(b0, fp) ? stash_targets(b0, b1, fp) : 0;
     found = targets == 0 ? 0 : probe_stash(seg, targets, kh, key, value);
   }
   // After b's ReadBegin (an acquire): a split that ended before it has repointed the entry.

@@ -259,6 +259,7 @@ class DashTable final : public Index {
   // here: returns the address the caller flushes.
   const void* add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash);
   const void* remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash);
+  uint8_t homed_bits(uint64_t seg, uint32_t b) const;
   Status create_first();
 
   // Splits (dash_split.cc).
@@ -293,6 +294,7 @@ class DashTable final : public Index {
   // Sets kOvfCounted where a counter is non-zero and its flag is not (pools written before
   // the flag existed); idempotent.
   void flag_counters(uint64_t seg);
+  void flag_homed(uint64_t seg);
   // Verify (dash_verify.cc).
   bool overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const;
   Status verify_segment(uint64_t seg, uint64_t* keys) const;

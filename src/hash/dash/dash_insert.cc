@@ -66,7 +66,7 @@ bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, const M& key
     return true;
   }
   // The stash keys of home b are inserted and removed only under b's lock (held): stable.
-  if (!MayHaveStashKeys(b0, b1)) return false;
+  if (!MayHaveStashKeys(b0, fp)) return false;
   for (uint32_t targets = stash_targets(b0, b1, fp); targets != 0; targets &= targets - 1) {
     const uint32_t s = static_cast<uint32_t>(__builtin_ctz(targets));
     i = probe(bucket(seg, geo_.normal + s), key, fp);
@@ -185,10 +185,14 @@ bool DashTable::move_pair(uint64_t seg, uint32_t from, uint32_t from_slot, uint3
 }
 
 // Overflow entry of a stash key of home b: a free entry of b, else of b+1 (member), else
-// b's counter. Written, not persisted; returns the address to flush.
+// b's counter; and fp's class bit in b (kOvfHomedMask). Written, not persisted; returns the address to flush
+// (b's flag, where it lies on another line, is flushed here, fenced by the caller with the
+// rest: both before the stash key's commit).
 const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
+  Bucket* home = bucket(seg, b);
+  const uint8_t flags = Load(home->ovf_member);
   for (int member = 0; member < 2; ++member) {
-    Bucket* bk = bucket(seg, member ? next(b) : b);
+    Bucket* bk = member ? bucket(seg, next(b)) : home;
     const uint32_t bm = Load(bk->bitmap);
     const uint32_t free = ~(bm >> kOverflowShift) & 0xF;
     if (free == 0) continue;
@@ -199,22 +203,28 @@ const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32
     Store(bk->ovf_member, static_cast<uint8_t>((Load(bk->ovf_member) & ~(1u << e)) |
                                             (uint32_t(member) << e)));
     Store(bk->bitmap, bm | (1u << (kOverflowShift + e)));
+    if ((flags & HomedBit(fp)) == 0) {
+      Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) | HomedBit(fp)));
+      if (member) pc_->flush(&home->ovf_member, 1);  // else on bk's line, flushed by the caller
+    }
     return &bk->bitmap;
   }
   uint8_t& count = hdr(seg)->ovf_count[b];
   assert(Load(count) < 255);  // at most stash x slots keys (56) are counted
   Store(count, static_cast<uint8_t>(Load(count) + 1));
-  // The flag readers test: flushed here, fenced with the counter by the caller (both before
+  // The flags readers test: flushed here, fenced with the counter by the caller (both before
   // the stash key's commit).
-  Bucket* home = bucket(seg, b);
-  Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) | kOvfCounted));
+  Store(home->ovf_member, static_cast<uint8_t>(flags | kOvfCounted | HomedBit(fp)));
   pc_->flush(&home->ovf_member, 1);
   return &count;
 }
 
-// Removes the overflow entry (or count) of a stash key of home b; written, not persisted.
+// Removes the overflow entry (or count) of a stash key of home b, and recomputes b's class
+// bits from the entries left (kOvfCounted stands for counted keys); written, not persisted (the key is already removed: a
+// crash that keeps an entry or a flag costs probes).
 const void* DashTable::remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
-  for (int member = 0; member < 2; ++member) {
+  const void* changed = nullptr;
+  for (int member = 0; member < 2 && changed == nullptr; ++member) {
     Bucket* bk = bucket(seg, member ? next(b) : b);
     const uint32_t bm = Load(bk->bitmap);
     const uint32_t mem = Load(bk->ovf_member);
@@ -223,18 +233,38 @@ const void* DashTable::remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uin
       if (((bm >> (kOverflowShift + e)) & 1) && ((mem >> e) & 1) == uint32_t(member) &&
           Load(bk->ovf_fp[e]) == fp && ((st >> (2 * e)) & 3) == stash) {
         Store(bk->bitmap, bm & ~(1u << (kOverflowShift + e)));
-        return &bk->bitmap;
+        changed = &bk->bitmap;
+        break;
       }
     }
   }
+  Bucket* home = bucket(seg, b);
   uint8_t& count = hdr(seg)->ovf_count[b];
-  if (Load(count) != 0) Store(count, static_cast<uint8_t>(Load(count) - 1));
-  if (Load(count) == 0) {  // the key is already removed: a crash keeping the flag costs probes
-    Bucket* home = bucket(seg, b);
-    Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) & ~kOvfCounted));
-    pc_->flush(&home->ovf_member, 1);
+  if (changed == nullptr) {
+    if (Load(count) != 0) Store(count, static_cast<uint8_t>(Load(count) - 1));
+    if (Load(count) == 0) {
+      Store(home->ovf_member, static_cast<uint8_t>(Load(home->ovf_member) & ~kOvfCounted));
+      pc_->flush(&home->ovf_member, 1);
+    }
+    changed = &count;
   }
-  return &count;
+  Store(home->ovf_member, static_cast<uint8_t>((Load(home->ovf_member) & ~kOvfHomedMask) |
+                                               homed_bits(seg, b)));
+  return changed;
+}
+
+// The class bits (HomedBit) of the valid overflow entries of keys homed at b: b's own
+// entries and, as members, b+1's.
+uint8_t DashTable::homed_bits(uint64_t seg, uint32_t b) const {
+  uint8_t bits = 0;
+  for (int member = 0; member < 2; ++member) {
+    const Bucket* bk = bucket(seg, member ? next(b) : b);
+    const uint32_t mem = Load(bk->ovf_member);
+    const uint32_t valid = (Load(bk->bitmap) >> kOverflowShift) & (member ? mem : ~mem) & 0xF;
+    for (uint32_t e = 0; e < kOverflowFps; ++e)
+      if ((valid >> e) & 1) bits |= HomedBit(Load(bk->ovf_fp[e]));
+  }
+  return bits;
 }
 
 // The pair, its fingerprint and its overflow entry persisted (an entry without its key only

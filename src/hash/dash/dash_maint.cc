@@ -94,16 +94,37 @@ void DashTable::flag_counters(uint64_t seg) {
   }
 }
 
+// Sets the class bits (kOvfHomedMask) of every overflow entry's home (pools written before
+// the bits existed, whose lookups would not probe the stash for those keys; counted keys have
+// kOvfCounted); idempotent.
+void DashTable::flag_homed(uint64_t seg) {
+  for (uint32_t b = 0; b < geo_.normal; ++b) {
+    Bucket* bk = bucket(seg, b);
+    const uint8_t flags = Load(bk->ovf_member);
+    const uint8_t bits = homed_bits(seg, b);
+    if ((flags & bits) == bits) continue;
+    Store(bk->ovf_member, static_cast<uint8_t>(flags | bits));
+    pc_->flush(&bk->ovf_member, 1);
+  }
+}
+
 Status DashTable::recover() {
   Directory* dir;
   uint32_t g;
   if (Status s = load_directory(&dir, &g); !s.ok() || dir == nullptr) return s;
+  const bool homed = (Load(root_->flags) & kHomedFlags) != 0;
   for (uint64_t i = 0; i < (uint64_t{1} << g);) {
     if (Status s = finish_split(dir, g, i); !s.ok()) return s;
     const uint64_t seg = Load(dir->seg[i]);
     finish_move(seg);
     flag_counters(seg);
+    if (!homed) flag_homed(seg);
     i += uint64_t{1} << (g - DepthOf(Load(hdr(seg)->depth_pattern)));
+  }
+  if (!homed) {
+    pc_->fence();  // every flag durable before the root says they are maintained
+    Store(root_->flags, Load(root_->flags) | kHomedFlags);
+    pc_->persist(&root_->flags, 8);
   }
   return Status::OK();
 }

@@ -160,7 +160,8 @@ void DashTable::rebuild_overflow(uint64_t seg) {
   for (uint32_t i = 0; i < geo_.normal; ++i) {
     Bucket* b = bucket(seg, i);
     Store(b->bitmap, Load(b->bitmap) & ((1u << kOverflowShift) - 1));
-    Store(b->ovf_member, static_cast<uint8_t>(Load(b->ovf_member) & ~kOvfCounted));
+    Store(b->ovf_member,
+          static_cast<uint8_t>(Load(b->ovf_member) & ~(kOvfCounted | kOvfHomedMask)));
     Store(h->ovf_count[i], uint8_t{0});
   }
   for (uint32_t s = 0; s < geo_.stash; ++s) {

@@ -15,10 +15,12 @@ Status Breach(uint64_t seg, uint32_t b, uint32_t slot, const std::string& what) 
 }
 }  // namespace
 
-// Does an overflow entry of home b (or of b+1, as member) or b's counter cover a stash key?
+// Does an overflow entry of home b (or of b+1, as member) or b's counter cover a stash key,
+// and does b's class bit for fp (or its kOvfCounted) send lookups to the stash?
 bool DashTable::overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const {
+  const Bucket* home = bucket(seg, b);
   // The counter's flag included.
-  return (stash_targets(bucket(seg, b), bucket(seg, next(b)), fp) >> stash) & 1;
+  return MayHaveStashKeys(home, fp) && ((stash_targets(home, bucket(seg, next(b)), fp) >> stash) & 1);
 }
 
 Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
@@ -59,7 +61,7 @@ Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
         const bool member = (bm >> (kMemberShift + j)) & 1;
         if (home != (member ? prev(i) : i)) return Breach(seg, i, j, "key in a foreign bucket");
       } else if (!overflow_covers(seg, home, kh.Fp(), i - geo_.normal)) {
-        return Breach(seg, i, j, "stash key without overflow entry or counter");
+        return Breach(seg, i, j, "stash key without overflow entry, counter or home flag");
       }
     }
   }

@@ -53,6 +53,18 @@ inline constexpr int kOverflowShift = 28;  // bit 28+e: overflow entry e is vali
 // returns to 0 or the segment's overflow metadata is rebuilt). A reader tests it in the line
 // it has already read instead of reading the header.
 inline constexpr uint8_t kOvfCounted = 1u << 7;
+// Bucket::ovf_member bits 4-6 (kOvfHomedMask): the fingerprint classes (HomedBit) of the keys
+// homed at this bucket that have an overflow entry (here or, as members, in the next bucket)
+// or a count. Set and persisted with the overflow entry, before the stash key's commit;
+// recomputed from the entries left when one is removed; cleared when the segment's overflow
+// metadata is rebuilt. A lookup that missed both buckets probes the stash only where its
+// class's bit (or kOvfCounted) is set: one test of the home bucket's line, true for about one
+// lookup in ten at a full table, where "any overflow entry in either bucket" was true for
+// about half of them and its branch was mispredicted as often.
+inline constexpr uint8_t kOvfHomedMask = 0x70;
+inline constexpr uint8_t HomedBit(uint8_t fp) {
+  return static_cast<uint8_t>(0x10u << ((fp * 3u) >> 8));  // class 0, 1 or 2 of 256 values
+}
 
 struct Slot {
   uint64_t key;    // the integer key (IntKey decoded)
@@ -66,7 +78,9 @@ struct Slot {
 //   off  8  bitmap      bits 0-13 alloc, 14-27 member (slot's key homed at the previous
 //                       bucket: a "probing" item), 28-31 overflow entry valid
 //   off 12  ovf_member  bit e (0-3): overflow entry e belongs to a key homed at the previous
-//                       bucket; bit 7 (kOvfCounted): ovf_count of this bucket may be non-zero
+//                       bucket; bits 4-6 (kOvfHomedMask): fingerprint classes of stash
+//                       keys homed here;
+//                       bit 7 (kOvfCounted): ovf_count of this bucket may be non-zero
 //   off 13  ovf_stash   2 bits per overflow entry: the stash bucket that holds its key
 //   off 14  fp[14]      1-byte fingerprints of the slots' keys (valid where alloc is set)
 //   off 28  ovf_fp[4]   fingerprints of keys stored in the stash (valid where bit 28+e)
@@ -144,15 +158,19 @@ inline constexpr size_t DirectoryBytes(uint32_t depth) { return 64 + (size_t{8} 
 //   off 32  keys       kIntKeys (0: 8-byte integer keys inline, the default; pools made
 //                      before the bytes mode existed hold 0 here) or kByteKeys (slot.key is
 //                      the pool offset of a KeyRecord)
+//   off 40  flags      bit 0 (kHomedFlags): every bucket's kOvfHomedMask bits are maintained (pools
+//                      made before the flag existed hold 0: recovery sets the flags once)
 struct DashRoot {
   uint64_t magic;
   uint64_t kind;
   uint64_t directory;
   uint64_t geometry;
   uint64_t keys;
+  uint64_t flags;
 };
-static_assert(sizeof(DashRoot) == 40 && offsetof(DashRoot, directory) == 16 &&
-              offsetof(DashRoot, keys) == 32);
+static_assert(sizeof(DashRoot) == 48 && offsetof(DashRoot, directory) == 16 &&
+              offsetof(DashRoot, keys) == 32 && offsetof(DashRoot, flags) == 40);
+inline constexpr uint64_t kHomedFlags = 1;
 inline constexpr uint64_t kIntKeys = 0;
 inline constexpr uint64_t kByteKeys = 1;
 
