@@ -245,10 +245,11 @@ class DashTable final : public Index {
   [[gnu::always_inline]] inline void unlock_pair(const Held& held) const;
   // Under b's and b+1's locks: where key is, if present.
   template <class M>
-  [[gnu::always_inline]] inline bool locate(uint64_t seg, uint32_t b, const KeyHash& kh,
-                                            const M& match, Loc* loc) const;
+  [[gnu::always_inline]] inline bool locate(uint64_t seg, uint32_t b, const Held& held,
+                                            const KeyHash& kh, const M& match, Loc* loc) const;
   // Under the locks: inserts a new key; false if the segment is full.
-  bool insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key, uint64_t value);
+  bool insert_new(uint64_t seg, uint32_t b, const Held& held, const KeyHash& kh, uint64_t key,
+                  uint64_t value);
   // The commit of a pair into a free slot of a locked bucket (two fences).
   void commit_slot(Bucket* bk, uint32_t slot, uint64_t key, uint64_t value, uint8_t fp,
                    bool member);

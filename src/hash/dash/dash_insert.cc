@@ -50,11 +50,11 @@ void DashTable::unlock_pair(const Held& held) const {
 }
 
 template <class M>
-bool DashTable::locate(uint64_t seg, uint32_t b, const KeyHash& kh, const M& key,
-                       Loc* loc) const {
+bool DashTable::locate(uint64_t seg, uint32_t b, const Held& held, const KeyHash& kh,
+                       const M& key, Loc* loc) const {
   const uint8_t fp = kh.Fp();
-  const Bucket* b0 = bucket(seg, b);
-  const Bucket* b1 = bucket(seg, next(b));
+  const Bucket* b0 = held.b0;
+  const Bucket* b1 = held.b1;
   int i = probe(b0, key, fp);
   if (i >= 0) {
     *loc = {b, static_cast<uint32_t>(i)};
@@ -99,10 +99,10 @@ void DashTable::commit_slot(Bucket* bk, uint32_t slot, uint64_t key, uint64_t va
   pc.persist(&bk->bitmap, 4);  // commit
 }
 
-bool DashTable::insert_new(uint64_t seg, uint32_t b, const KeyHash& kh, uint64_t key,
-                           uint64_t value) {
-  Bucket* b0 = bucket(seg, b);
-  Bucket* b1 = bucket(seg, next(b));
+bool DashTable::insert_new(uint64_t seg, uint32_t b, const Held& held, const KeyHash& kh,
+                           uint64_t key, uint64_t value) {
+  Bucket* b0 = held.b0;
+  Bucket* b1 = held.b1;
   const uint32_t used0 = Load(b0->bitmap) & slot_mask_;
   const uint32_t used1 = Load(b1->bitmap) & slot_mask_;
   const uint32_t free0 = ~used0 & slot_mask_;
@@ -334,7 +334,7 @@ Status DashTable::put_once(Op op, const KeyHash& kh, const M& key, uint64_t valu
   *retry = false;
   Loc loc;
   Status s;
-  if (locate(seg, b, kh, key, &loc)) {
+  if (locate(seg, b, held, kh, key, &loc)) {
     if (op == Op::kInsert) {
       s = Status::AlreadyExists();
     } else {
@@ -345,7 +345,7 @@ Status DashTable::put_once(Op op, const KeyHash& kh, const M& key, uint64_t valu
   } else if (op == Op::kUpdate) {
     s = Status::NotFound();
   } else if constexpr (std::is_same_v<M, IntMatch>) {
-    if (!insert_new(seg, b, kh, key.key, value)) {
+    if (!insert_new(seg, b, held, kh, key.key, value)) {
       const uint64_t dp = Load(hdr(seg)->depth_pattern);
       unlock_pair(held);
       *retry = true;
@@ -359,7 +359,7 @@ Status DashTable::put_once(Op op, const KeyHash& kh, const M& key, uint64_t valu
       unlock_pair(held);
       return rec.status();
     }
-    if (!insert_new(seg, b, kh, *rec, value)) {
+    if (!insert_new(seg, b, held, kh, *rec, value)) {
       pool_->allocator().free(*rec);  // never named by a slot
       const uint64_t dp = Load(hdr(seg)->depth_pattern);
       unlock_pair(held);
@@ -402,7 +402,7 @@ Status DashTable::erase(M key) {
   while (!lock_pair(kh, &seg, &b, &held)) {
   }
   Loc loc;
-  if (!locate(seg, b, kh, key, &loc)) {
+  if (!locate(seg, b, held, kh, key, &loc)) {
     unlock_pair(held);
     return Status::NotFound();
   }
