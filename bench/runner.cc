@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -165,6 +166,8 @@ class Runner {
   bool tracing_ = false;
   size_t job_ = 0, jobs_ = 0;
   const Pool* pool_ = nullptr;  // the pool of the index being run (nullptr: baseline)
+  // Registrations whose traits cfg_.index_params changes (TraitsWithParams): the copies run.
+  std::deque<IndexRegistration> with_params_;
 };
 
 void Runner::Progress(const char* fmt, ...) const {
@@ -564,6 +567,13 @@ Status Runner::Run() {
   for (const std::string& name : cfg_.indexes) {
     const IndexRegistration* reg = FindIndex(name);
     if (reg == nullptr) return Status::InvalidArgument("unknown index '" + name + "'");
+    if (!cfg_.index_params.empty() && reg->attach != nullptr) {
+      Result<IndexTraits> traits = TraitsWithParams(name, cfg_.index_params, cfg_.pool_dir);
+      if (!traits.ok()) return traits.status().WithContext("index " + name);
+      with_params_.push_back(*reg);
+      with_params_.back().traits = *traits;
+      reg = &with_params_.back();
+    }
     if (std::string why = CheckCompatible(*reg); !why.empty()) {
       report_->skipped.push_back(name + ": " + why);
       continue;

@@ -135,24 +135,12 @@ CampaignScope::CampaignScope(const CampaignOptions& o, CampaignResult& res) {
   selected_ = true;
   reg_ = reg;
   if (o.index_params.empty()) return;
-  Options opts;
-  opts.index_params = o.index_params;
-  opts.pool_size = o.pool_size;
-  opts.mode = PersistMode::kAdr;
-  opts.huge_pages = false;
-  opts.model_media = false;
-  const std::string path =
-      o.dir + "/pmindex-ct-traits-" + o.index + "-" + std::to_string(::getpid()) + ".pool";
-  ::unlink(path.c_str());
-  {
-    Result<std::unique_ptr<Index>> made = CreateIndex(o.index, path, opts);
-    if (made.ok()) {
-      variant_ = *reg;
-      variant_.traits = made.value()->traits();
-      reg_ = &variant_;
-    }
-  }  // closed before the file goes
-  ::unlink(path.c_str());
+  Result<IndexTraits> traits = TraitsWithParams(o.index, o.index_params, o.dir);
+  if (traits.ok()) {
+    variant_ = *reg;
+    variant_.traits = *traits;
+    reg_ = &variant_;
+  }
 }
 
 CampaignScope::~CampaignScope() {

@@ -284,6 +284,12 @@ std::vector<std::string> RegisteredIndexNames();
 const IndexRegistration* FindIndex(std::string_view name);
 // The registration for a pool kind; nullptr if none.
 const IndexRegistration* FindIndex(IndexKind kind);
+// The traits of index `name` made with index parameters `params` (Options::index_params),
+// where they differ from the registration's (Dash's keys=bytes takes byte keys): a
+// pool-backed index is made once in a small scratch pool in `dir`, which is then removed.
+// Empty params, or an index without a pool: the registration's traits.
+Result<IndexTraits> TraitsWithParams(std::string_view name, const std::string& params,
+                                     const std::string& dir);
 
 // The name of the index registered for a pool kind; "" if none is (a kind of an index this
 // build lacks, or of a test-only structure this program does not link).

@@ -1,6 +1,7 @@
 // The index registry: names -> factories, and the open sequence every pool-backed index
 // shares (map, bump generation, attach, recover, rebuild the allocator).
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -130,6 +131,32 @@ const IndexRegistration* FindIndex(IndexKind kind) {
     if (e.traits.kind == kind && e.attach != nullptr) return &e;
   }
   return nullptr;
+}
+
+Result<IndexTraits> TraitsWithParams(std::string_view name, const std::string& params,
+                                     const std::string& dir) {
+  const IndexRegistration* reg = FindIndex(name);
+  if (reg == nullptr) return Status::InvalidArgument("unknown index '" + std::string(name) + "'");
+  if (params.empty() || reg->attach == nullptr) return reg->traits;
+  Options opts;
+  opts.index_params = params;
+  opts.pool_size = 16ull << 20;
+  opts.huge_pages = false;
+  opts.model_media = false;
+  const std::string path = dir + "/pmindex-traits-" + std::string(name) + "-" +
+                           std::to_string(::getpid()) + ".pool";
+  ::unlink(path.c_str());
+  IndexTraits traits;
+  {
+    Result<std::unique_ptr<Index>> made = CreateIndex(name, path, opts);
+    if (!made.ok()) {
+      ::unlink(path.c_str());
+      return made.status();
+    }
+    traits = made.value()->traits();
+  }  // closed before the file goes
+  ::unlink(path.c_str());
+  return traits;
 }
 
 std::string IndexKindName(IndexKind kind) {

@@ -1,6 +1,7 @@
 // The registry's create/open sequence: attach, recover, allocator rebuild, and its errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 
 #include "common/test_kinds.h"
@@ -172,6 +173,21 @@ TEST(Registry, UnknownNameIsNotFound) {
   auto r = CreateIndex("no-such-index", dir.file("x.pool"), Options());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsNotFound());
+}
+
+// Parameters that change an index's traits are seen through a scratch pool, which goes.
+TEST(Registry, TraitsWithParamsSeeWhatTheParametersChange) {
+  testing::TempDir dir;
+  Result<IndexTraits> plain = TraitsWithParams("dash", "", dir.path());
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->byte_keys);
+  Result<IndexTraits> bytes = TraitsWithParams("dash", "dash keys=bytes", dir.path());
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_TRUE(bytes->byte_keys);
+  EXPECT_GT(bytes->max_key_size, 8u);
+  EXPECT_FALSE(TraitsWithParams("dash", "dash keys=nonsense", dir.path()).ok());
+  EXPECT_FALSE(TraitsWithParams("no-such-index", "", dir.path()).ok());
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "the scratch pool was left behind";
 }
 
 TEST(Registry, OpenRecoversAndRebuildsTheAllocator) {
