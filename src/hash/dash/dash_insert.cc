@@ -25,8 +25,9 @@ bool DashTable::lock_pair(const KeyHash& kh, uint64_t* seg, uint32_t* b, Held* h
   *seg = segment_for(kh);
   *b = kh.Home(geo_.normal);
   const uint32_t n = next(*b);
-  Bucket* b0 = bucket(*seg, *b);
-  Bucket* b1 = bucket(*seg, n);
+  Bucket* first = bucket(*seg, 0);  // the segment's base and stagger read once
+  Bucket* b0 = first + *b;
+  Bucket* b1 = first + n;
   held->b0 = b0;
   held->b1 = b1;
   const bool wrap = n < *b;  // lower index first

@@ -239,9 +239,9 @@ struct KeyHash {
     kh.h = pm::Mix64Bytes(p, n);
     return kh;
   }
-  uint64_t DirIndex(uint32_t global_depth) const {
-    return global_depth == 0 ? 0 : h >> (64 - global_depth);
-  }
+  // The top global_depth bits of h (0 at depth 0), without a branch: (h >> 1) has a clear
+  // top bit, so shifting it by 63 - depth leaves nothing at depth 0.
+  uint64_t DirIndex(uint32_t global_depth) const { return (h >> 1) >> (63 - global_depth); }
   uint32_t Home(uint32_t normal) const {
     return static_cast<uint32_t>(((h & 0xFFFFFFFFull) * normal) >> 32);
   }
