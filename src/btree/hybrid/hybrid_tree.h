@@ -45,7 +45,7 @@
 // (inner_.lock_parent); the leaf it replaces is marked obsolete, so a writer or reader that
 // reaches it starts again from the root. Every operation holds an allocator epoch guard; a
 // write hands the leaves it replaced to the epoch after its guard is closed (write(),
-// Retired), so they are freed once no guard that could hold them remains, and at once when
+// Replaced), so they are freed once no guard that could hold them remains, and at once when
 // no other thread ever opened a guard (pm/epoch.h: a single-threaded run gets the block back
 // at its next allocation). NV-Tree and wB+-Tree were single-threaded designs; their layouts
 // lock the leaf around every write like FPTree's, with the same persists per operation and
@@ -242,13 +242,17 @@ class HybridTree final : public Index {
   // (pm/persist.h, flush_in).
   template <Op op>
   Status write(std::string_view key, std::string_view value);
-  // Leaves one write replaced (a merge replaces two, a split, compaction or unlink one),
-  // retired by write() once the write's epoch guard is closed.
-  struct Retired {
-    uint64_t off[2];
+  // What a write's replacement hands back to write(): the status it decided (replace() and
+  // the native splits), and the leaves the write replaced (a merge replaces two; a split,
+  // compaction or unlink one), which write() retires once the write's epoch guard is closed.
+  // One parameter for both: a seventh argument would go on the stack, and the write path
+  // would then address its frame through a frame pointer.
+  struct Replaced {
+    Status status;
+    uint64_t retired[2];
     uint32_t n = 0;
   };
-  [[gnu::always_inline]] Status write_guarded(Op op, uint64_t k, uint64_t v, Retired& retired);
+  [[gnu::always_inline]] Status write_guarded(Op op, uint64_t k, uint64_t v, Replaced& out);
   bool find(uint64_t k, uint64_t* v);
   size_t scan_from(uint64_t cursor, size_t max_count, ScanCallback& fn);
   // The leaf covering k, not obsolete when returned (writers lock it next).
@@ -273,8 +277,7 @@ class HybridTree final : public Index {
   }
   // split=native (FPTree's micro-log split, fptree_leaf.h): like replace(), called with
   // `leaf` locked and full; false once the leaf is split (the caller retries).
-  bool native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out,
-                              Retired& retired);
+  bool native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
   Status recover_split();
   auto* split_log() {
     static_assert(Layout::kSplitLogOffset >= sizeof(BTreeRoot) &&
@@ -283,18 +286,18 @@ class HybridTree final : public Index {
                                                         Layout::kSplitLogOffset);
   }
   Status create_first_leaf();
-  // Called with `leaf` locked and full. False: retry (leaf unlocked). True: *out is final.
-  bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out, Retired& retired);
+  // Called with `leaf` locked and full. False: retry (leaf unlocked). True: out.status is
+  // final.
+  bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
   // split=native (RNTree): the layout's split in place of locked `leaf`, whose log is full
-  // and every claim resolved. False: split, retry the operation. True: *out is final (no
+  // and every claim resolved. False: split, retry the operation. True: out.status is final (no
   // room for the split: replace() served).
-  bool native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out,
-                         Retired& retired);
+  bool native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
   static constexpr bool kHasVariantWrite = requires { &Layout::VariantWrite; };
-  void try_unlink_empty(Leaf* leaf, Retired& retired);
+  void try_unlink_empty(Leaf* leaf, Replaced& out);
   // Replaces `leaf` and its right neighbour by one leaf when together they fill at most
   // kMergeUpTo entries (best effort: gives up on any contended lock).
-  void try_merge(Leaf* leaf, Retired& retired);
+  void try_merge(Leaf* leaf, Replaced& out);
   // Merging after removals keeps leaves at least ~half full, so deleted keys give their leaf
   // blocks back; the gap to the split point keeps a merged leaf from splitting right away.
   static constexpr size_t kMergeBelow = kCap / 2;      // a remove left at most this many
@@ -304,18 +307,18 @@ class HybridTree final : public Index {
   // Locks the predecessor of locked `leaf` (nullptr for the head). False if it cannot now.
   bool lock_pred(Leaf* leaf, Leaf** pred);
   // A replaced leaf (unlinked, marked obsolete) is freed once no reader or writer can still
-  // hold it: queued in `retired` for write() to retire after the write's guard.
-  void retire(Leaf* leaf, Retired& retired) {
-    if (retired.n == std::size(retired.off)) {  // not reached: at most two per write
+  // hold it: queued in `out` for write() to retire after the write's guard.
+  void retire(Leaf* leaf, Replaced& out) {
+    if (out.n == std::size(out.retired)) {  // not reached: at most two per write
       pool_->allocator().retire(off(leaf));
       return;
     }
-    retired.off[retired.n++] = off(leaf);
+    out.retired[out.n++] = off(leaf);
   }
   // Outside the write's guard. Then refills the reserve if a compaction or merge took it
   // (a thread alone gets the leaf it just freed).
-  void retire_all(const Retired& retired) {
-    for (uint32_t i = 0; i < retired.n; ++i) pool_->allocator().retire(retired.off[i]);
+  void retire_all(const Replaced& out) {
+    for (uint32_t i = 0; i < out.n; ++i) pool_->allocator().retire(out.retired[i]);
     ensure_reserve();
   }
 
@@ -373,15 +376,15 @@ Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
   if (op != Op::kRemove) std::memcpy(&v, value.data(), 8);
   for (;;) {
     Status s;
-    Retired retired;
+    Replaced replaced;
     {
       auto guard = pool_->allocator().epoch_guard();
-      s = write_guarded(op, k, v, retired);
+      s = write_guarded(op, k, v, replaced);
     }
     // The leaves this write replaced, retired outside its guard: a thread alone (no other
     // thread ever opened a guard) gets the block back at once, at its next allocation
     // (pm/epoch.h); beside other threads' guards it waits for its grace period as before.
-    if (retired.n != 0) [[unlikely]] retire_all(retired);
+    if (replaced.n != 0) [[unlikely]] retire_all(replaced);
     // Leaves replaced earlier may still wait for their grace period: free them (outside
     // the guard, so this thread's own retirements count too) and try again.
     if (!s.IsOutOfSpace() || !pool_->allocator().reclaim_now()) return s;
@@ -390,7 +393,7 @@ Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
 
 template <typename Layout>
 inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v,
-                                                Retired& retired) {
+                                                Replaced& out) {
   for (uint32_t attempt = 0;; ++attempt) {
     if (attempt > 8) {
       for (uint32_t i = 0; i < std::min<uint32_t>(attempt, 64); ++i) CpuRelax();
@@ -405,9 +408,9 @@ inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v,
     switch (r.outcome) {
       case Outcome::kDone:
         if (r.now_empty) {
-          try_unlink_empty(leaf, retired);
+          try_unlink_empty(leaf, out);
         } else if (op == Op::kRemove && r.live <= kMergeBelow) {
-          try_merge(leaf, retired);
+          try_merge(leaf, out);
         }
         return Status::OK();
       case Outcome::kExists:
@@ -417,20 +420,19 @@ inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v,
       case Outcome::kRetry:
         continue;
       case Outcome::kFull: {
-        Status s;
         if constexpr (kHasVariantWrite) {  // split=native: more than half live splits in place
           if (variant_.native_split && Layout::LiveCount(leaf) > kCap / 2) {
-            if (native_split_undo(leaf, op, k, v, &s, retired)) return s;
+            if (native_split_undo(leaf, op, k, v, out)) return std::move(out.status);
             continue;
           }
         }
         if constexpr (kMicroLogSplit) {
           if (variant_.native_split) {
-            if (native_split_micro_log(leaf, op, k, v, &s, retired)) return s;
+            if (native_split_micro_log(leaf, op, k, v, out)) return std::move(out.status);
             continue;  // split: the operation starts again from the root
           }
         }
-        if (replace(leaf, op, k, v, &s, retired)) return s;
+        if (replace(leaf, op, k, v, out)) return std::move(out.status);
         continue;
       }
     }
@@ -576,8 +578,7 @@ bool HybridTree<Layout>::lock_pred(Leaf* leaf, Leaf** pred) {
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out,
-                                 Retired& retired) {
+bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out) {
   Entry buf[kCap + 1];
   size_t n = Layout::CollectSorted(leaf, 0, buf);
   if (blind(op)) op = Op::kUpsert;  // writes=basic: insert and update are upserts
@@ -587,7 +588,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   const bool present = pos != buf + n && pos->key == k;
   if ((op == Op::kInsert && present) || ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
     VersionLock::Unlock(&leaf->version, kGen, false);
-    *out = present ? Status::AlreadyExists() : Status::NotFound();
+    out.status = present ? Status::AlreadyExists() : Status::NotFound();
     return true;
   }
   if (op == Op::kRemove) {
@@ -624,7 +625,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   if (!s.ok()) {
     if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
     VersionLock::Unlock(&leaf->version, kGen, false);
-    *out = s;
+    out.status = s;
     return true;
   }
   const uint64_t low = Load(leaf->low_key);
@@ -649,18 +650,18 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf, retired);
-  *out = Status::OK();
+  retire(leaf, out);
+  out.status = Status::OK();
   return true;
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out,
-                                           Retired& retired) {
+bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v,
+                                           Replaced& out) {
   if constexpr (kHasVariantWrite) {
     uint64_t blocks[2];  // the undo copy, the right leaf
     if (!pool_->allocator().allocate_bulk(sizeof(Leaf), 2, blocks).ok()) {
-      return replace(leaf, op, k, v, out, retired);  // no room: compact as the default does
+      return replace(leaf, op, k, v, out);  // no room: compact as the default does
     }
     Entry buf[kCap];
     const size_t n = Layout::CollectSorted(leaf, 0, buf);
@@ -678,16 +679,16 @@ bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64
     Layout::SplitFinish(leaf, left);
     pool_->allocator().free(blocks[0]);  // the undo copy: unreachable, read by no one
   }
-  (void)op, (void)k, (void)v, (void)out, (void)retired;
+  (void)op, (void)k, (void)v, (void)out;
   return false;
 }
 
 template <typename Layout>
 bool HybridTree<Layout>::native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v,
-                                                Status* out, Retired& retired) {
+                                                Replaced& out) {
   if constexpr (kMicroLogSplit) {
     Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
-    if (!block.ok()) return replace(leaf, op, k, v, out, retired);  // a full pool: shared path
+    if (!block.ok()) return replace(leaf, op, k, v, out);  // a full pool: the shared path
     Leaf* fresh = at(*block);
     uint64_t split_key;
     {
@@ -707,7 +708,7 @@ bool HybridTree<Layout>::native_split_micro_log(Leaf* leaf, Op op, uint64_t k, u
     if (succ != 0) set_prev(at(succ), fresh);
     VersionLock::Unlock(&leaf->version, kGen, true);
   }
-  (void)op, (void)k, (void)v, (void)out, (void)retired;
+  (void)op, (void)k, (void)v, (void)out;
   return false;
 }
 
@@ -733,7 +734,7 @@ void HybridTree<Layout>::ensure_reserve() {
 }
 
 template <typename Layout>
-void HybridTree<Layout>::try_unlink_empty(Leaf* leaf, Retired& retired) {
+void HybridTree<Layout>::try_unlink_empty(Leaf* leaf, Replaced& out) {
   if (Load(leaf->low_key) == 0) return;  // the head stays (the tree keeps one leaf)
   if (!VersionLock::Lock(&leaf->version, kGen)) return;
   Leaf* pred;
@@ -757,11 +758,11 @@ void HybridTree<Layout>::try_unlink_empty(Leaf* leaf, Retired& retired) {
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf, retired);
+  retire(leaf, out);
 }
 
 template <typename Layout>
-void HybridTree<Layout>::try_merge(Leaf* leaf, Retired& retired) {
+void HybridTree<Layout>::try_merge(Leaf* leaf, Replaced& out) {
   if (!VersionLock::Lock(&leaf->version, kGen)) return;
   const uint64_t succ = Load(leaf->next);
   Leaf* right = succ != 0 ? at(succ) : nullptr;
@@ -815,8 +816,8 @@ void HybridTree<Layout>::try_merge(Leaf* leaf, Retired& retired) {
   VersionLock::MarkObsolete(&right->version, kGen);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf, retired);
-  retire(right, retired);
+  retire(leaf, out);
+  retire(right, out);
 }
 
 template <typename Layout>
