@@ -26,8 +26,8 @@
 //
 // A retirement while no other thread's slot ever announced a guard (guarded_slots_ counts
 // the slots that did, each once, before its first announcement) and the retiring thread is
-// outside any guard is reclaimed at once, without a queue, lock or HeavyFence: a one-writer
-// index's writer (hybrid_tree.h) or any single-threaded use then gets the block it retired
+// outside any guard is reclaimed at once, without a queue, lock or HeavyFence: single-threaded
+// use (a hybrid B+tree's write retires after its guard: hybrid_tree.h) gets the block it retired
 // back at its next allocation, still in the CPU cache and the media's write-combining buffer,
 // as if freed. Why that is safe: the retiring thread advances the global epoch (seq_cst RMW,
 // after the unlink) and then reads the count (seq_cst). A thread whose count increment that

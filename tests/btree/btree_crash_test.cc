@@ -61,8 +61,7 @@ TEST_P(BTreeCrashTest, KillCycles) {
   CampaignOptions o = Base(GetParam(), 4000, seed);
   o.pool_size = 32ull << 20;
   o.cycles = Long() ? 200 : static_cast<uint32_t>(Scale(50));
-  const std::string& n = GetParam();
-  o.threads = (n == "rntree" || n == "rntree-ds" || n == "fptree") ? 4 : 1;
+  o.threads = 4;  // every hybrid layout runs concurrent writers
   o.max_delay_ms = 20;
   CampaignResult r = RunKillCampaign(o);
   ASSERT_TRUE(r.error.ok()) << r.error.ToString();

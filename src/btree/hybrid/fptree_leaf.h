@@ -114,7 +114,6 @@ struct FPTreeLayout {
       "concurrent: optimistic inner nodes, leaf lock held through persists, readers retry";
   static constexpr size_t kCapacity = Leaf::kCapacity;
   static constexpr uint32_t kLayoutVersion = 2;  // 2: volatile words moved to line 0
-  static constexpr bool kConcurrent = true;
   static constexpr bool kReadersWaitForWriters = true;
 
   static uint8_t Fingerprint(uint64_t key) {

@@ -38,21 +38,18 @@
 // fields, interrupted slot-array writes), checks that low keys increase, and bulk-loads the
 // inner nodes from the (low_key, leaf) pairs.
 //
-// Concurrency: layouts with kConcurrent (FPTree, RNTree, RNTree+DS) run natively concurrent:
-// readers are optimistic (leaf version word, leaf_common.h), writers lock one leaf (its
-// predecessor too while replacing it); every operation holds an allocator epoch guard so a
-// replaced leaf is freed only when no reader can hold it. NV-Tree and wB+-Tree were
-// single-threaded designs: their writers take turns behind the exclusive side of one
-// pm::RwLock (rw_), and their readers take no lock at all: they read optimistically like the
-// concurrent layouts' (the same find and scan_from, inside an epoch guard). That holds because
-// the one writer already does what those readers need: it locks the leaf's version word
-// around every change a reader could see (the layout's Write: slot array, bitmap, slot word,
-// log append) and releases it bumped; a replacement (split, compaction, merge, unlink) marks
-// the old leaf obsolete; replaced leaves are retired through the allocator's epoch, like the
-// concurrent layouts' (never freed under a reader); inner nodes are never freed. A writer
-// holds no guard: it runs alone, reaches only leaves linked when it began and touches none
-// after retiring it. (A shared lock made every lookup a compare-and-swap on one word, which
-// then moved between the cores at every read and write: doc/performance.md.)
+// Concurrency: every layout runs concurrent writers, FPTree's selective concurrency. Readers
+// are optimistic (leaf version word, leaf_common.h); a writer locks one leaf through its
+// persists (the layout's Write), and a replacement (split, compaction, merge, unlink) also
+// locks the predecessor whose `next` it swings (lock_pred) and the inner node it edits
+// (inner_.lock_parent); the leaf it replaces is marked obsolete, so a writer or reader that
+// reaches it starts again from the root. Every operation holds an allocator epoch guard; a
+// write hands the leaves it replaced to the epoch after its guard is closed (write(),
+// Replaced), so they are freed once no guard that could hold them remains, and at once when
+// no other thread ever opened a guard (pm/epoch.h: a single-threaded run gets the block back
+// at its next allocation). NV-Tree and wB+-Tree were single-threaded designs; their layouts
+// lock the leaf around every write like FPTree's, with the same persists per operation and
+// the same persistent format (doc/btree.md). Inner nodes are never freed.
 #ifndef PMINDEX_BTREE_HYBRID_TREE_H_
 #define PMINDEX_BTREE_HYBRID_TREE_H_
 
@@ -69,7 +66,6 @@
 #include "btree/hybrid/variant.h"
 #include "pm/alloc.h"
 #include "pm/persist.h"
-#include "pm/rw_lock.h"
 #include "pmindex/index.h"
 
 namespace pmindex::btree {
@@ -95,7 +91,6 @@ class HybridTree final : public Index {
  public:
   using Leaf = typename Layout::Leaf;
   static constexpr size_t kCap = Layout::kCapacity;
-  static constexpr bool kConcurrent = Layout::kConcurrent;
   static constexpr bool kReadersWait = Layout::kReadersWaitForWriters;
 
   static IndexTraits Traits() {
@@ -107,9 +102,7 @@ class HybridTree final : public Index {
     t.byte_keys = false;
     t.max_key_size = 8;
     t.max_value_size = 8;
-    t.concurrency = kConcurrent ? Layout::kConcurrency
-                                : "one writer at a time (a writer lock); readers take no lock: "
-                                  "optimistic beside the writer (leaf version word), retry";
+    t.concurrency = Layout::kConcurrency;
     t.durability = "durably linearizable: every acknowledged operation survives power failure";
     t.description = Layout::kDescription;
     return t;
@@ -243,13 +236,23 @@ class HybridTree final : public Index {
     StoreRelease(l->prev, reinterpret_cast<uint64_t>(p));
   }
 
-  // The write path is one frame below the public calls (write inlines write_locked, locate,
+  // The write path is one frame below the public calls (write inlines write_guarded, locate,
   // the descent and the layout's Write): every call's return address and saved registers
   // are stores, which after a persist wait in the store queue behind its sfence
   // (pm/persist.h, flush_in).
   template <Op op>
   Status write(std::string_view key, std::string_view value);
-  [[gnu::always_inline]] Status write_locked(Op op, uint64_t k, uint64_t v);
+  // What a write's replacement hands back to write(): the status it decided (replace() and
+  // the native splits), and the leaves the write replaced (a merge replaces two; a split,
+  // compaction or unlink one), which write() retires once the write's epoch guard is closed.
+  // One parameter for both: a seventh argument would go on the stack, and the write path
+  // would then address its frame through a frame pointer.
+  struct Replaced {
+    Status status;
+    uint64_t retired[2];
+    uint32_t n = 0;
+  };
+  [[gnu::always_inline]] Status write_guarded(Op op, uint64_t k, uint64_t v, Replaced& out);
   bool find(uint64_t k, uint64_t* v);
   size_t scan_from(uint64_t cursor, size_t max_count, ScanCallback& fn);
   // The leaf covering k, not obsolete when returned (writers lock it next).
@@ -274,7 +277,7 @@ class HybridTree final : public Index {
   }
   // split=native (FPTree's micro-log split, fptree_leaf.h): like replace(), called with
   // `leaf` locked and full; false once the leaf is split (the caller retries).
-  bool native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  bool native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
   Status recover_split();
   auto* split_log() {
     static_assert(Layout::kSplitLogOffset >= sizeof(BTreeRoot) &&
@@ -283,17 +286,18 @@ class HybridTree final : public Index {
                                                         Layout::kSplitLogOffset);
   }
   Status create_first_leaf();
-  // Called with `leaf` locked and full. False: retry (leaf unlocked). True: *out is final.
-  bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  // Called with `leaf` locked and full. False: retry (leaf unlocked). True: out.status is
+  // final.
+  bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
   // split=native (RNTree): the layout's split in place of locked `leaf`, whose log is full
-  // and every claim resolved. False: split, retry the operation. True: *out is final (no
+  // and every claim resolved. False: split, retry the operation. True: out.status is final (no
   // room for the split: replace() served).
-  bool native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
+  bool native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
   static constexpr bool kHasVariantWrite = requires { &Layout::VariantWrite; };
-  void try_unlink_empty(Leaf* leaf);
+  void try_unlink_empty(Leaf* leaf, Replaced& out);
   // Replaces `leaf` and its right neighbour by one leaf when together they fill at most
   // kMergeUpTo entries (best effort: gives up on any contended lock).
-  void try_merge(Leaf* leaf);
+  void try_merge(Leaf* leaf, Replaced& out);
   // Merging after removals keeps leaves at least ~half full, so deleted keys give their leaf
   // blocks back; the gap to the split point keeps a merged leaf from splitting right away.
   static constexpr size_t kMergeBelow = kCap / 2;      // a remove left at most this many
@@ -302,9 +306,21 @@ class HybridTree final : public Index {
   void ensure_reserve();
   // Locks the predecessor of locked `leaf` (nullptr for the head). False if it cannot now.
   bool lock_pred(Leaf* leaf, Leaf** pred);
-  // A replaced leaf is freed once no reader (of any layout: all read optimistically) can
-  // still hold it.
-  void retire(Leaf* leaf) { pool_->allocator().retire(off(leaf)); }
+  // A replaced leaf (unlinked, marked obsolete) is freed once no reader or writer can still
+  // hold it: queued in `out` for write() to retire after the write's guard.
+  void retire(Leaf* leaf, Replaced& out) {
+    if (out.n == std::size(out.retired)) {  // not reached: at most two per write
+      pool_->allocator().retire(off(leaf));
+      return;
+    }
+    out.retired[out.n++] = off(leaf);
+  }
+  // Outside the write's guard. Then refills the reserve if a compaction or merge took it
+  // (a thread alone gets the leaf it just freed).
+  void retire_all(const Replaced& out) {
+    for (uint32_t i = 0; i < out.n; ++i) pool_->allocator().retire(out.retired[i]);
+    ensure_reserve();
+  }
 
   // writes=basic (variant.h): insert, update and upsert append without looking for the key
   // (Layout::WriteBlind), so each is an upsert; remove still finds the key (NotFound).
@@ -336,7 +352,6 @@ class HybridTree final : public Index {
   char* base_;
   BTreeRoot* root_;
   InnerTree inner_;
-  pm::RwLock rw_;  // !kConcurrent layouts: writers (exclusive) take turns; readers never
   std::mutex first_leaf_mu_;  // creation of the first leaf
   std::mutex split_mu_;       // split=native: the one micro-log, one split at a time
   // A free leaf block that only a compaction in a full pool may use (0: none). Never linked
@@ -361,13 +376,15 @@ Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
   if (op != Op::kRemove) std::memcpy(&v, value.data(), 8);
   for (;;) {
     Status s;
-    if constexpr (kConcurrent) {
+    Replaced replaced;
+    {
       auto guard = pool_->allocator().epoch_guard();
-      s = write_locked(op, k, v);
-    } else {
-      std::unique_lock<pm::RwLock> lock(rw_);
-      s = write_locked(op, k, v);
+      s = write_guarded(op, k, v, replaced);
     }
+    // The leaves this write replaced, retired outside its guard: a thread alone (no other
+    // thread ever opened a guard) gets the block back at once, at its next allocation
+    // (pm/epoch.h); beside other threads' guards it waits for its grace period as before.
+    if (replaced.n != 0) [[unlikely]] retire_all(replaced);
     // Leaves replaced earlier may still wait for their grace period: free them (outside
     // the guard, so this thread's own retirements count too) and try again.
     if (!s.IsOutOfSpace() || !pool_->allocator().reclaim_now()) return s;
@@ -375,7 +392,8 @@ Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
 }
 
 template <typename Layout>
-inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
+inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v,
+                                                Replaced& out) {
   for (uint32_t attempt = 0;; ++attempt) {
     if (attempt > 8) {
       for (uint32_t i = 0; i < std::min<uint32_t>(attempt, 64); ++i) CpuRelax();
@@ -390,9 +408,9 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
     switch (r.outcome) {
       case Outcome::kDone:
         if (r.now_empty) {
-          try_unlink_empty(leaf);
+          try_unlink_empty(leaf, out);
         } else if (op == Op::kRemove && r.live <= kMergeBelow) {
-          try_merge(leaf);
+          try_merge(leaf, out);
         }
         return Status::OK();
       case Outcome::kExists:
@@ -402,20 +420,19 @@ inline Status HybridTree<Layout>::write_locked(Op op, uint64_t k, uint64_t v) {
       case Outcome::kRetry:
         continue;
       case Outcome::kFull: {
-        Status s;
         if constexpr (kHasVariantWrite) {  // split=native: more than half live splits in place
           if (variant_.native_split && Layout::LiveCount(leaf) > kCap / 2) {
-            if (native_split_undo(leaf, op, k, v, &s)) return s;
+            if (native_split_undo(leaf, op, k, v, out)) return std::move(out.status);
             continue;
           }
         }
         if constexpr (kMicroLogSplit) {
           if (variant_.native_split) {
-            if (native_split_micro_log(leaf, op, k, v, &s)) return s;
+            if (native_split_micro_log(leaf, op, k, v, out)) return std::move(out.status);
             continue;  // split: the operation starts again from the root
           }
         }
-        if (replace(leaf, op, k, v, &s)) return s;
+        if (replace(leaf, op, k, v, out)) return std::move(out.status);
         continue;
       }
     }
@@ -561,7 +578,7 @@ bool HybridTree<Layout>::lock_pred(Leaf* leaf, Leaf** pred) {
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
+bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out) {
   Entry buf[kCap + 1];
   size_t n = Layout::CollectSorted(leaf, 0, buf);
   if (blind(op)) op = Op::kUpsert;  // writes=basic: insert and update are upserts
@@ -571,7 +588,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   const bool present = pos != buf + n && pos->key == k;
   if ((op == Op::kInsert && present) || ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
     VersionLock::Unlock(&leaf->version, kGen, false);
-    *out = present ? Status::AlreadyExists() : Status::NotFound();
+    out.status = present ? Status::AlreadyExists() : Status::NotFound();
     return true;
   }
   if (op == Op::kRemove) {
@@ -608,7 +625,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   if (!s.ok()) {
     if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
     VersionLock::Unlock(&leaf->version, kGen, false);
-    *out = s;
+    out.status = s;
     return true;
   }
   const uint64_t low = Load(leaf->low_key);
@@ -633,14 +650,14 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Stat
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf);
-  if constexpr (!kConcurrent) ensure_reserve();  // the leaf just freed, if it was needed
-  *out = Status::OK();
+  retire(leaf, out);
+  out.status = Status::OK();
   return true;
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
+bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v,
+                                           Replaced& out) {
   if constexpr (kHasVariantWrite) {
     uint64_t blocks[2];  // the undo copy, the right leaf
     if (!pool_->allocator().allocate_bulk(sizeof(Leaf), 2, blocks).ok()) {
@@ -668,7 +685,7 @@ bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64
 
 template <typename Layout>
 bool HybridTree<Layout>::native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v,
-                                                Status* out) {
+                                                Replaced& out) {
   if constexpr (kMicroLogSplit) {
     Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
     if (!block.ok()) return replace(leaf, op, k, v, out);  // a full pool: the shared path
@@ -717,7 +734,7 @@ void HybridTree<Layout>::ensure_reserve() {
 }
 
 template <typename Layout>
-void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
+void HybridTree<Layout>::try_unlink_empty(Leaf* leaf, Replaced& out) {
   if (Load(leaf->low_key) == 0) return;  // the head stays (the tree keeps one leaf)
   if (!VersionLock::Lock(&leaf->version, kGen)) return;
   Leaf* pred;
@@ -741,11 +758,11 @@ void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf);
+  retire(leaf, out);
 }
 
 template <typename Layout>
-void HybridTree<Layout>::try_merge(Leaf* leaf) {
+void HybridTree<Layout>::try_merge(Leaf* leaf, Replaced& out) {
   if (!VersionLock::Lock(&leaf->version, kGen)) return;
   const uint64_t succ = Load(leaf->next);
   Leaf* right = succ != 0 ? at(succ) : nullptr;
@@ -799,9 +816,8 @@ void HybridTree<Layout>::try_merge(Leaf* leaf) {
   VersionLock::MarkObsolete(&right->version, kGen);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf);
-  retire(right);
-  if constexpr (!kConcurrent) ensure_reserve();
+  retire(leaf, out);
+  retire(right, out);
 }
 
 template <typename Layout>
@@ -858,8 +874,6 @@ Status HybridTree<Layout>::visit_blocks(BlockVisitor& visitor) {
 template <typename Layout>
 Status HybridTree<Layout>::verify() {
   if (pool_ == nullptr) return Status::InvalidArgument("index is closed");
-  std::unique_lock<pm::RwLock> lock(rw_, std::defer_lock);
-  if constexpr (!kConcurrent) lock.lock();
   if constexpr (kMicroLogSplit) {
     if (variant_.native_split && (split_log()->current != 0 || split_log()->new_leaf != 0)) {
       return Status::Corruption("split log names a split, but none is in flight");
@@ -906,8 +920,6 @@ template <typename Layout>
 IndexStats HybridTree<Layout>::stats() {
   IndexStats st;
   if (pool_ == nullptr) return st;
-  std::unique_lock<pm::RwLock> lock(rw_, std::defer_lock);
-  if constexpr (!kConcurrent) lock.lock();
   uint64_t leaves = 0;
   const uint64_t head = root_->head;
   const uint64_t leaf_bytes = head != 0 ? pool_->allocator().block_size(head) : 0;

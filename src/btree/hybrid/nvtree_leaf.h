@@ -33,10 +33,12 @@
 // when the pool is full). Crash-safe like a split: the compacted leaf is durable before one
 // 8-byte store links it in place of the old, so a crash leaves the key present or removed.
 //
-// Thread safety: one writer at a time (the tree's writer lock), readers optimistic beside it
-// (hybrid_tree.h): the writer holds the leaf's version word locked around its append and
-// bumps it on release; readers load count, tombstones and entries with relaxed atomics (the
-// writer stores them so), clamp the count and validate the version after reading.
+// Thread safety: concurrent writers (hybrid_tree.h; NV-Tree's paper is single-threaded): a
+// writer holds the leaf's version word locked from its first read of the leaf (the scan for
+// the key) through its append's persists and its `live` count, and bumps it on release; so
+// writers of one leaf take turns and writers of different leaves run in parallel. Readers
+// load count, tombstones and entries with relaxed atomics (writers store them so), clamp the
+// count and validate the version after reading.
 #ifndef PMINDEX_BTREE_NVTREE_LEAF_H_
 #define PMINDEX_BTREE_NVTREE_LEAF_H_
 
@@ -92,10 +94,11 @@ struct NVTreeLayout {
   }
   static constexpr const char* kDescription =
       "NV-Tree leaves (append-only log + 8-byte count) under DRAM inner nodes";
-  static constexpr const char* kConcurrency = "";
+  static constexpr const char* kConcurrency =
+      "concurrent (FPTree-style, not the paper's single thread): leaf lock held through "
+      "persists, optimistic readers retry";
   static constexpr size_t kCapacity = Leaf::kCapacity;
   static constexpr uint32_t kLayoutVersion = 2;  // 2: volatile words moved to line 0
-  static constexpr bool kConcurrent = false;
   static constexpr bool kReadersWaitForWriters = true;
   static constexpr HybridVariantSupport kVariants{.basic_writes = true};
 
@@ -212,8 +215,10 @@ struct NVTreeLayout {
         ++l->live;
       }
     }
+    // Read under the lock: once it is released, another writer may change `live`.
+    const WriteResult done{Outcome::kDone, l->live == 0, LiveHint(l)};
     VersionLock::Release(&l->version, held, true);
-    return {Outcome::kDone, l->live == 0, LiveHint(l)};
+    return done;
   }
 
   // writes=basic (variant.h): NV-Tree's basic variant, without conditional write. An insert,

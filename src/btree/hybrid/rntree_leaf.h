@@ -152,7 +152,6 @@ struct RNTreeLayout {
               "retry on slot changes";
   static constexpr size_t kCapacity = Leaf::kCapacity;
   static constexpr uint32_t kLayoutVersion = 1;
-  static constexpr bool kConcurrent = true;
   static constexpr bool kReadersWaitForWriters = !kDual;
 
   static uint32_t Crc(const RNSlotLine& l) {

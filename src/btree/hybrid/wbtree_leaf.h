@@ -31,12 +31,13 @@
 // operation's last store (the bitmap word is that store). kv[j] is durable before the bitmap
 // names it.
 //
-// Thread safety: one writer at a time (the tree's writer lock), readers optimistic beside it
-// (hybrid_tree.h): the writer holds the leaf's version word locked from its first read to
-// its last store and bumps it on release, so a reader that overlapped a change fails its
-// validation and reads again. Readers load the slot array and the KVs with relaxed atomics
-// (the writer stores them so) and never leave the leaf on a torn read: the count is clamped
-// and every slot byte a writer ever stores names a KV slot.
+// Thread safety: concurrent writers (hybrid_tree.h; wB+-Tree's paper is single-threaded): a
+// writer holds the leaf's version word locked from its first read of the leaf to its last
+// store (KV, bitmap, slot array, each persisted) and bumps it on release, so writers of one
+// leaf take turns, writers of different leaves run in parallel, and a reader that overlapped
+// a change fails its validation and reads again. Readers load the slot array and the KVs
+// with relaxed atomics (writers store them so) and never leave the leaf on a torn read: the
+// count is clamped and every slot byte a writer ever stores names a KV slot.
 #ifndef PMINDEX_BTREE_WBTREE_LEAF_H_
 #define PMINDEX_BTREE_WBTREE_LEAF_H_
 
@@ -86,12 +87,13 @@ struct WBTreeLayout {
   }
   static constexpr const char* kDescription =
       "wB+-Tree leaves (bitmap + 64-byte slot array behind a valid bit) under DRAM inner nodes";
-  static constexpr const char* kConcurrency = "";
+  static constexpr const char* kConcurrency =
+      "concurrent (FPTree-style, not the paper's single thread): leaf lock held through "
+      "persists, optimistic readers retry";
   static constexpr size_t kCapacity = Leaf::kCapacity;
   static constexpr uint32_t kLayoutVersion = 1;
   static constexpr uint64_t kValid = Leaf::kValid;
   static constexpr uint64_t kSlotMask = Leaf::kSlotMask;
-  static constexpr bool kConcurrent = false;
   static constexpr bool kReadersWaitForWriters = true;
 
   // Position in slots[1..count] of the first key >= key (1-based), branch-free binary search.

@@ -24,10 +24,11 @@
 // Crash argument: the slot word is the only commit and is one 8-byte store; kv[j] is durable
 // before the word names it and slots the word names are never overwritten.
 //
-// Thread safety: one writer at a time (the tree's writer lock), readers optimistic beside it
-// (hybrid_tree.h): the writer holds the leaf's version word locked around its change and
-// bumps it on release; readers load the slot word and the KVs with relaxed atomics (the
-// writer stores them so) and validate the version after reading.
+// Thread safety: concurrent writers (hybrid_tree.h; wB+-Tree's paper is single-threaded): a
+// writer holds the leaf's version word locked from its read of the slot word through the
+// KV's and the slot word's persists and bumps it on release, so writers of one leaf take
+// turns and writers of different leaves run in parallel. Readers load the slot word and the
+// KVs with relaxed atomics (writers store them so) and validate the version after reading.
 #ifndef PMINDEX_BTREE_WBTREE_SO_LEAF_H_
 #define PMINDEX_BTREE_WBTREE_SO_LEAF_H_
 
@@ -71,10 +72,11 @@ struct WBTreeSOLayout {
   }
   static constexpr const char* kDescription =
       "wB+-Tree-SO leaves (8-byte atomic slot word, 7 entries) under DRAM inner nodes";
-  static constexpr const char* kConcurrency = "";
+  static constexpr const char* kConcurrency =
+      "concurrent (FPTree-style, not the paper's single thread): leaf lock held through "
+      "persists, optimistic readers retry";
   static constexpr size_t kCapacity = Leaf::kCapacity;
   static constexpr uint32_t kLayoutVersion = 1;
-  static constexpr bool kConcurrent = false;
   static constexpr bool kReadersWaitForWriters = true;
 
   // Clamped: a reader never indexes past the word, whatever it loaded.
