@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace pmindex::pm {
 namespace detail {
 namespace {
@@ -91,6 +93,13 @@ void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes) {
     owner->Reclaim(offset, aux);
     return;
   }
+  // Inside its own guard, and no other slot counted yet: held until the guard closes
+  // (header). The relaxed count is a hint; ReleaseDeferred decides.
+  if (slot.announced.load(std::memory_order_relaxed) != 0 && slot.deferred_n < kDeferred &&
+      guarded_slots_.load(std::memory_order_relaxed) == 1) {
+    slot.deferred[slot.deferred_n++] = {owner, offset, aux, bytes};
+    return;
+  }
   std::vector<Item> ready;
   {
     std::lock_guard<std::mutex> slot_lock(slot.mu);  // uncontended but for a collector
@@ -103,6 +112,15 @@ void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes) {
   }
   // Outside the locks: a reclaimer may retire or take its own locks.
   for (const Item& it : ready) it.owner->Reclaim(it.offset, it.aux);
+}
+
+void Epoch::ReleaseDeferred(Slot& slot) {
+  Deferred items[kDeferred];
+  const uint32_t n = slot.deferred_n;
+  std::copy(slot.deferred, slot.deferred + n, items);
+  slot.deferred_n = 0;
+  for (uint32_t i = 0; i < n; ++i) Retire(items[i].owner, items[i].offset, items[i].aux,
+                                          items[i].bytes);
 }
 
 size_t Epoch::Collect() {
@@ -138,6 +156,19 @@ std::vector<Epoch::Item> Epoch::TakeOwned(Reclaimer* owner) {
     take(slot.queued);
     if (slot.queued.empty()) slot.queued_bytes = 0;
   });
+  // The caller's own deferred items (its guard still open); other threads hold none while
+  // the owner is quiescent (Drain's contract: no guard open that may touch its items).
+  Slot& own = slots_.local();
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < own.deferred_n; ++i) {
+    const Deferred& d = own.deferred[i];
+    if (d.owner == owner) {
+      mine.push_back({d.owner, d.offset, d.aux, 0});
+    } else {
+      own.deferred[kept++] = d;
+    }
+  }
+  own.deferred_n = kept;
   std::lock_guard<std::mutex> lock(retire_mu_);
   take(retired_);
   return mine;
@@ -150,7 +181,8 @@ void Epoch::Drain(Reclaimer* owner) {
 void Epoch::Discard(Reclaimer* owner) { TakeOwned(owner); }
 
 size_t Epoch::pending() const {
-  size_t n = 0;
+  // The caller's own deferred items, held until its guard closes.
+  size_t n = const_cast<PerThread<Slot>&>(slots_).local().deferred_n;
   slots_.for_each([&](Slot& slot) {
     std::lock_guard<std::mutex> slot_lock(slot.mu);
     n += slot.queued.size();

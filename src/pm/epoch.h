@@ -27,9 +27,12 @@
 // A retirement while no other thread's slot ever announced a guard (guarded_slots_ counts
 // the slots that did, each once, before its first announcement) and the retiring thread is
 // outside any guard is reclaimed at once, without a queue, lock or HeavyFence: single-threaded
-// use (a hybrid B+tree's write retires after its guard: hybrid_tree.h) gets the block it retired
-// back at its next allocation, still in the CPU cache and the media's write-combining buffer,
-// as if freed. Why that is safe: the retiring thread advances the global epoch (seq_cst RMW,
+// use gets the block it retired back at its next allocation, still in the CPU cache and the
+// media's write-combining buffer, as if freed. A retirement inside the thread's own guard
+// while no other slot was ever counted (a hybrid B+tree's split, inside its write's guard) is
+// held in the slot (kDeferred items) until that guard closes, and is then treated as a
+// retirement outside any guard: reclaimed at once if still no other slot was counted, else
+// queued. Why that is safe: the retiring thread advances the global epoch (seq_cst RMW,
 // after the unlink) and then reads the count (seq_cst). A thread whose count increment that
 // read missed comes after the advance in the single total order, and so does its every guard's
 // seq_cst read of the counter: that read synchronizes with the advance, and the thread cannot
@@ -94,7 +97,8 @@ class Epoch {
       std::atomic<uint64_t>& mine = slot.announced;
       if (mine.load(std::memory_order_relaxed) != 0) return;  // nested
       if (!slot.guarded) [[unlikely]] epoch.CountGuardedSlot(slot);  // its first guard
-      announced_ = &mine;
+      slot_ = &slot;
+      epoch_ = &epoch;
       // Announce, then re-read: if the counter moved between the read and the announcement,
       // announce again. One seq_cst store and one load when it did not.
       uint64_t e = epoch.global_.load(std::memory_order_relaxed);
@@ -114,13 +118,16 @@ class Epoch {
       }
     }
     [[gnu::always_inline]] ~Guard() {
-      if (announced_ != nullptr) announced_->store(0, std::memory_order_release);
+      if (slot_ == nullptr) return;
+      slot_->announced.store(0, std::memory_order_release);
+      if (slot_->deferred_n != 0) [[unlikely]] epoch_->ReleaseDeferred(*slot_);
     }
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
 
    private:
-    std::atomic<uint64_t>* announced_ = nullptr;  // set by the outermost guard of a thread
+    Slot* slot_ = nullptr;  // set by the outermost guard of a thread
+    Epoch* epoch_ = nullptr;
   };
 
   // Queues (offset, aux) for owner->Reclaim once no guard open now remains open. Every kBatch
@@ -152,14 +159,27 @@ class Epoch {
   };
   // A thread's announcement, read by every reclaimer, on a line of its own; its queued,
   // unstamped items on the next, behind a lock that only a collecting thread shares.
+  // Retirements held until the guard they were made in closes (their thread's only).
+  struct Deferred {
+    Reclaimer* owner;
+    uint64_t offset;
+    void* aux;
+    size_t bytes;
+  };
+  static constexpr uint32_t kDeferred = 4;
   struct alignas(64) Slot {
     std::atomic<uint64_t> announced{0};  // 0 = outside any guard
     bool guarded = false;  // counted in guarded_slots_ (set by its thread, read by it only)
+    uint32_t deferred_n = 0;  // items in deferred (its thread's only)
+    Deferred deferred[kDeferred];
     alignas(64) std::mutex mu;           // taken before retire_mu_ where both are
     std::vector<Item> queued;
     size_t queued_bytes = 0;             // the `bytes` of the queued items
   };
 
+  // At the close of the guard `slot`'s deferred items were retired in: retires them again,
+  // now outside any guard (at once, or queued).
+  [[gnu::noinline]] void ReleaseDeferred(Slot& slot);
   // Counts `slot` in guarded_slots_ before its first announcement (once per slot).
   [[gnu::noinline, gnu::cold]] void CountGuardedSlot(Slot& slot);
   // True when no slot but the caller's `slot` ever announced a guard, and `slot` announces

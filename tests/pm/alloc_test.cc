@@ -327,6 +327,7 @@ TEST(Allocator, ReclaimNowFreesRetiredBlocksOfAFullPool) {
     if (!r.ok()) break;
     blocks.push_back(*r);
   }
+  std::thread([&] { auto other = a.epoch_guard(); }).join();  // another thread's guard
   {
     auto guard = a.epoch_guard();
     a.retire(blocks.back());  // fewer than a batch: retire() does not reclaim by itself
@@ -404,7 +405,8 @@ void CountAnotherThread(Epoch& epoch) {
 }
 
 // While no other thread ever opened a guard, a retirement outside the caller's own guard is
-// reclaimed at once; inside its own guard, or once another thread opened one, it queues.
+// reclaimed at once, and one inside it when that guard closes; once another thread opened a
+// guard, it queues (also one deferred in a guard that another thread's guard then overlapped).
 TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
   Epoch epoch;
   Recorder r;
@@ -414,12 +416,23 @@ TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
     Epoch::Guard own(epoch);
     epoch.Retire(&r, 3, reinterpret_cast<void*>(4));
     EXPECT_EQ(r.reclaimed.size(), 1u);  // its own guard may hold it
+    EXPECT_EQ(epoch.pending(), 1u);
+    {
+      Epoch::Guard nested(epoch);
+    }  // a nested guard's close releases nothing
+    EXPECT_EQ(r.reclaimed.size(), 1u);
   }
+  EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1, 3}));  // at the guard's close
   epoch.Retire(&r, 5, reinterpret_cast<void*>(6));  // own slot counted: still at once
-  EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1, 5}));
-  CountAnotherThread(epoch);
-  epoch.Retire(&r, 7, reinterpret_cast<void*>(8));
-  EXPECT_EQ(r.reclaimed.size(), 2u);
+  EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1, 3, 5}));
+  {
+    Epoch::Guard own(epoch);
+    epoch.Retire(&r, 7, reinterpret_cast<void*>(8));  // deferred
+    CountAnotherThread(epoch);  // then another thread opens a guard
+  }
+  EXPECT_EQ(r.reclaimed.size(), 3u);  // queued at the close, not reclaimed
+  epoch.Retire(&r, 9, reinterpret_cast<void*>(10));
+  EXPECT_EQ(r.reclaimed.size(), 3u);
   EXPECT_EQ(epoch.pending(), 2u);
   EXPECT_EQ(epoch.Collect(), 2u);
 }
@@ -427,6 +440,7 @@ TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
 TEST(Epoch, AnItemWaitsForEveryGuardOpenWhenItWasRetired) {
   Epoch epoch;
   Recorder r;
+  CountAnotherThread(epoch);  // retirements queue (none is deferred or reclaimed at once)
   {
     Epoch::Guard outer(epoch);
     {
@@ -449,6 +463,7 @@ TEST(Epoch, InstancesAreIndependentAndDrainAndDiscardTakeOnlyTheirOwner) {
   Recorder ra, rb;
   Epoch::Guard in_b(b);  // a guard of b does not hold back a
   CountAnotherThread(a);
+  CountAnotherThread(b);  // b's retirements queue rather than wait for in_b's close
   a.Retire(&ra, 1, reinterpret_cast<void*>(2));
   EXPECT_EQ(a.Collect(), 1u);
   b.Retire(&ra, 3, reinterpret_cast<void*>(4));

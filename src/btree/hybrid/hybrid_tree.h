@@ -44,10 +44,9 @@
 // locks the predecessor whose `next` it swings (lock_pred) and the inner node it edits
 // (inner_.lock_parent); the leaf it replaces is marked obsolete, so a writer or reader that
 // reaches it starts again from the root. Every operation holds an allocator epoch guard; a
-// write hands the leaves it replaced to the epoch after its guard is closed (write(),
-// Replaced), so they are freed once no guard that could hold them remains, and at once when
-// no other thread ever opened a guard (pm/epoch.h: a single-threaded run gets the block back
-// at its next allocation). NV-Tree and wB+-Tree were single-threaded designs; their layouts
+// replaced leaf is retired inside it and freed once no guard that could hold it remains: at
+// the guard's close when no other thread ever opened a guard (pm/epoch.h, so a
+// single-threaded run gets the block back at its next allocation). NV-Tree and wB+-Tree were single-threaded designs; their layouts
 // lock the leaf around every write like FPTree's, with the same persists per operation and
 // the same persistent format (doc/btree.md). Inner nodes are never freed.
 #ifndef PMINDEX_BTREE_HYBRID_TREE_H_
@@ -242,17 +241,7 @@ class HybridTree final : public Index {
   // (pm/persist.h, flush_in).
   template <Op op>
   Status write(std::string_view key, std::string_view value);
-  // What a write's replacement hands back to write(): the status it decided (replace() and
-  // the native splits), and the leaves the write replaced (a merge replaces two; a split,
-  // compaction or unlink one), which write() retires once the write's epoch guard is closed.
-  // One parameter for both: a seventh argument would go on the stack, and the write path
-  // would then address its frame through a frame pointer.
-  struct Replaced {
-    Status status;
-    uint64_t retired[2];
-    uint32_t n = 0;
-  };
-  [[gnu::always_inline]] Status write_guarded(Op op, uint64_t k, uint64_t v, Replaced& out);
+  [[gnu::always_inline]] Status write_guarded(Op op, uint64_t k, uint64_t v);
   bool find(uint64_t k, uint64_t* v);
   size_t scan_from(uint64_t cursor, size_t max_count, ScanCallback& fn);
   // The leaf covering k, not obsolete when returned (writers lock it next).
@@ -277,7 +266,7 @@ class HybridTree final : public Index {
   }
   // split=native (FPTree's micro-log split, fptree_leaf.h): like replace(), called with
   // `leaf` locked and full; false once the leaf is split (the caller retries).
-  bool native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
+  bool native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
   Status recover_split();
   auto* split_log() {
     static_assert(Layout::kSplitLogOffset >= sizeof(BTreeRoot) &&
@@ -286,18 +275,17 @@ class HybridTree final : public Index {
                                                         Layout::kSplitLogOffset);
   }
   Status create_first_leaf();
-  // Called with `leaf` locked and full. False: retry (leaf unlocked). True: out.status is
-  // final.
-  bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
+  // Called with `leaf` locked and full. False: retry (leaf unlocked). True: *out is final.
+  bool replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
   // split=native (RNTree): the layout's split in place of locked `leaf`, whose log is full
-  // and every claim resolved. False: split, retry the operation. True: out.status is final (no
+  // and every claim resolved. False: split, retry the operation. True: *out is final (no
   // room for the split: replace() served).
-  bool native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out);
+  bool native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out);
   static constexpr bool kHasVariantWrite = requires { &Layout::VariantWrite; };
-  void try_unlink_empty(Leaf* leaf, Replaced& out);
+  void try_unlink_empty(Leaf* leaf);
   // Replaces `leaf` and its right neighbour by one leaf when together they fill at most
   // kMergeUpTo entries (best effort: gives up on any contended lock).
-  void try_merge(Leaf* leaf, Replaced& out);
+  void try_merge(Leaf* leaf);
   // Merging after removals keeps leaves at least ~half full, so deleted keys give their leaf
   // blocks back; the gap to the split point keeps a merged leaf from splitting right away.
   static constexpr size_t kMergeBelow = kCap / 2;      // a remove left at most this many
@@ -306,21 +294,9 @@ class HybridTree final : public Index {
   void ensure_reserve();
   // Locks the predecessor of locked `leaf` (nullptr for the head). False if it cannot now.
   bool lock_pred(Leaf* leaf, Leaf** pred);
-  // A replaced leaf (unlinked, marked obsolete) is freed once no reader or writer can still
-  // hold it: queued in `out` for write() to retire after the write's guard.
-  void retire(Leaf* leaf, Replaced& out) {
-    if (out.n == std::size(out.retired)) {  // not reached: at most two per write
-      pool_->allocator().retire(off(leaf));
-      return;
-    }
-    out.retired[out.n++] = off(leaf);
-  }
-  // Outside the write's guard. Then refills the reserve if a compaction or merge took it
-  // (a thread alone gets the leaf it just freed).
-  void retire_all(const Replaced& out) {
-    for (uint32_t i = 0; i < out.n; ++i) pool_->allocator().retire(out.retired[i]);
-    ensure_reserve();
-  }
+  // A replaced leaf is freed once no reader (of any layout: all read optimistically) can
+  // still hold it.
+  void retire(Leaf* leaf) { pool_->allocator().retire(off(leaf)); }
 
   // writes=basic (variant.h): insert, update and upsert append without looking for the key
   // (Layout::WriteBlind), so each is an upsert; remove still finds the key (NotFound).
@@ -376,15 +352,10 @@ Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
   if (op != Op::kRemove) std::memcpy(&v, value.data(), 8);
   for (;;) {
     Status s;
-    Replaced replaced;
     {
       auto guard = pool_->allocator().epoch_guard();
-      s = write_guarded(op, k, v, replaced);
+      s = write_guarded(op, k, v);
     }
-    // The leaves this write replaced, retired outside its guard: a thread alone (no other
-    // thread ever opened a guard) gets the block back at once, at its next allocation
-    // (pm/epoch.h); beside other threads' guards it waits for its grace period as before.
-    if (replaced.n != 0) [[unlikely]] retire_all(replaced);
     // Leaves replaced earlier may still wait for their grace period: free them (outside
     // the guard, so this thread's own retirements count too) and try again.
     if (!s.IsOutOfSpace() || !pool_->allocator().reclaim_now()) return s;
@@ -392,8 +363,7 @@ Status HybridTree<Layout>::write(std::string_view key, std::string_view value) {
 }
 
 template <typename Layout>
-inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v,
-                                                Replaced& out) {
+inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v) {
   for (uint32_t attempt = 0;; ++attempt) {
     if (attempt > 8) {
       for (uint32_t i = 0; i < std::min<uint32_t>(attempt, 64); ++i) CpuRelax();
@@ -408,9 +378,9 @@ inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v,
     switch (r.outcome) {
       case Outcome::kDone:
         if (r.now_empty) {
-          try_unlink_empty(leaf, out);
+          try_unlink_empty(leaf);
         } else if (op == Op::kRemove && r.live <= kMergeBelow) {
-          try_merge(leaf, out);
+          try_merge(leaf);
         }
         return Status::OK();
       case Outcome::kExists:
@@ -420,19 +390,20 @@ inline Status HybridTree<Layout>::write_guarded(Op op, uint64_t k, uint64_t v,
       case Outcome::kRetry:
         continue;
       case Outcome::kFull: {
+        Status s;
         if constexpr (kHasVariantWrite) {  // split=native: more than half live splits in place
           if (variant_.native_split && Layout::LiveCount(leaf) > kCap / 2) {
-            if (native_split_undo(leaf, op, k, v, out)) return std::move(out.status);
+            if (native_split_undo(leaf, op, k, v, &s)) return s;
             continue;
           }
         }
         if constexpr (kMicroLogSplit) {
           if (variant_.native_split) {
-            if (native_split_micro_log(leaf, op, k, v, out)) return std::move(out.status);
+            if (native_split_micro_log(leaf, op, k, v, &s)) return s;
             continue;  // split: the operation starts again from the root
           }
         }
-        if (replace(leaf, op, k, v, out)) return std::move(out.status);
+        if (replace(leaf, op, k, v, &s)) return s;
         continue;
       }
     }
@@ -578,7 +549,7 @@ bool HybridTree<Layout>::lock_pred(Leaf* leaf, Leaf** pred) {
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Replaced& out) {
+bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
   Entry buf[kCap + 1];
   size_t n = Layout::CollectSorted(leaf, 0, buf);
   if (blind(op)) op = Op::kUpsert;  // writes=basic: insert and update are upserts
@@ -588,7 +559,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Repl
   const bool present = pos != buf + n && pos->key == k;
   if ((op == Op::kInsert && present) || ((op == Op::kUpdate || op == Op::kRemove) && !present)) {
     VersionLock::Unlock(&leaf->version, kGen, false);
-    out.status = present ? Status::AlreadyExists() : Status::NotFound();
+    *out = present ? Status::AlreadyExists() : Status::NotFound();
     return true;
   }
   if (op == Op::kRemove) {
@@ -625,7 +596,7 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Repl
   if (!s.ok()) {
     if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
     VersionLock::Unlock(&leaf->version, kGen, false);
-    out.status = s;
+    *out = s;
     return true;
   }
   const uint64_t low = Load(leaf->low_key);
@@ -650,14 +621,13 @@ bool HybridTree<Layout>::replace(Leaf* leaf, Op op, uint64_t k, uint64_t v, Repl
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf, out);
-  out.status = Status::OK();
+  retire(leaf);
+  *out = Status::OK();
   return true;
 }
 
 template <typename Layout>
-bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v,
-                                           Replaced& out) {
+bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64_t v, Status* out) {
   if constexpr (kHasVariantWrite) {
     uint64_t blocks[2];  // the undo copy, the right leaf
     if (!pool_->allocator().allocate_bulk(sizeof(Leaf), 2, blocks).ok()) {
@@ -685,7 +655,7 @@ bool HybridTree<Layout>::native_split_undo(Leaf* leaf, Op op, uint64_t k, uint64
 
 template <typename Layout>
 bool HybridTree<Layout>::native_split_micro_log(Leaf* leaf, Op op, uint64_t k, uint64_t v,
-                                                Replaced& out) {
+                                                Status* out) {
   if constexpr (kMicroLogSplit) {
     Result<uint64_t> block = pool_->allocator().allocate(sizeof(Leaf));
     if (!block.ok()) return replace(leaf, op, k, v, out);  // a full pool: the shared path
@@ -734,7 +704,7 @@ void HybridTree<Layout>::ensure_reserve() {
 }
 
 template <typename Layout>
-void HybridTree<Layout>::try_unlink_empty(Leaf* leaf, Replaced& out) {
+void HybridTree<Layout>::try_unlink_empty(Leaf* leaf) {
   if (Load(leaf->low_key) == 0) return;  // the head stays (the tree keeps one leaf)
   if (!VersionLock::Lock(&leaf->version, kGen)) return;
   Leaf* pred;
@@ -758,11 +728,11 @@ void HybridTree<Layout>::try_unlink_empty(Leaf* leaf, Replaced& out) {
   InnerTree::unlock(parent);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf, out);
+  retire(leaf);
 }
 
 template <typename Layout>
-void HybridTree<Layout>::try_merge(Leaf* leaf, Replaced& out) {
+void HybridTree<Layout>::try_merge(Leaf* leaf) {
   if (!VersionLock::Lock(&leaf->version, kGen)) return;
   const uint64_t succ = Load(leaf->next);
   Leaf* right = succ != 0 ? at(succ) : nullptr;
@@ -816,8 +786,8 @@ void HybridTree<Layout>::try_merge(Leaf* leaf, Replaced& out) {
   VersionLock::MarkObsolete(&right->version, kGen);
   VersionLock::MarkObsolete(&leaf->version, kGen);
   if (pred != nullptr) VersionLock::Unlock(&pred->version, kGen, false);
-  retire(leaf, out);
-  retire(right, out);
+  retire(leaf);
+  retire(right);
 }
 
 template <typename Layout>
