@@ -38,17 +38,17 @@
 // fields, interrupted slot-array writes), checks that low keys increase, and bulk-loads the
 // inner nodes from the (low_key, leaf) pairs.
 //
-// Concurrency: every layout runs concurrent writers, FPTree's selective concurrency. Readers
-// are optimistic (leaf version word, leaf_common.h); a writer locks one leaf through its
-// persists (the layout's Write), and a replacement (split, compaction, merge, unlink) also
-// locks the predecessor whose `next` it swings (lock_pred) and the inner node it edits
-// (inner_.lock_parent); the leaf it replaces is marked obsolete, so a writer or reader that
-// reaches it starts again from the root. Every operation holds an allocator epoch guard; a
-// replaced leaf is retired inside it and freed once no guard that could hold it remains: at
-// the guard's close when no other thread ever opened a guard (pm/epoch.h, so a
-// single-threaded run gets the block back at its next allocation). NV-Tree and wB+-Tree were single-threaded designs; their layouts
-// lock the leaf around every write like FPTree's, with the same persists per operation and
-// the same persistent format (doc/btree.md). Inner nodes are never freed.
+// Concurrency: every layout runs concurrent writers, FPTree's selective concurrency. Readers are
+// optimistic (leaf version word, leaf_common.h); a writer locks one leaf through its persists (the
+// layout's Write), and a replacement (split, compaction, merge, unlink) also locks the predecessor
+// whose `next` it swings (lock_pred) and the inner node it edits (inner_.lock_parent); the leaf it
+// replaces is marked obsolete, so a writer or reader that reaches it starts again from the root.
+// Every operation holds an allocator epoch guard; a replaced leaf is retired inside it and freed
+// once no guard that could hold it remains: at the guard's close when no other thread ever opened
+// a guard (pm/epoch.h, so a single-threaded run gets the block back at its next allocation).
+// NV-Tree and wB+-Tree were single-threaded designs; their layouts lock the leaf around every write
+// like FPTree's, with the same persists per operation and the same persistent format
+// (doc/btree.md). Inner nodes are never freed.
 #ifndef PMINDEX_BTREE_HYBRID_TREE_H_
 #define PMINDEX_BTREE_HYBRID_TREE_H_
 

@@ -186,9 +186,9 @@ bool DashTable::move_pair(uint64_t seg, uint32_t from, uint32_t from_slot, uint3
 }
 
 // Overflow entry of a stash key of home b: a free entry of b, else of b+1 (member), else
-// b's counter; and fp's class bit in b (kOvfHomedMask). Written, not persisted; returns the address to flush
-// (b's flag, where it lies on another line, is flushed here, fenced by the caller with the
-// rest: both before the stash key's commit).
+// b's counter; and fp's class bit in b (kOvfHomedMask). Written, not persisted; returns the
+// address to flush (b's flag, where it lies on another line, is flushed here, fenced by the
+// caller with the rest: both before the stash key's commit).
 const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
   Bucket* home = bucket(seg, b);
   const uint8_t flags = Load(home->ovf_member);
@@ -221,8 +221,8 @@ const void* DashTable::add_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32
 }
 
 // Removes the overflow entry (or count) of a stash key of home b, and recomputes b's class
-// bits from the entries left (kOvfCounted stands for counted keys); written, not persisted (the key is already removed: a
-// crash that keeps an entry or a flag costs probes).
+// bits from the entries left (kOvfCounted stands for counted keys); written, not persisted
+// (the key is already removed: a crash that keeps an entry or a flag costs probes).
 const void* DashTable::remove_overflow(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) {
   const void* changed = nullptr;
   for (int member = 0; member < 2 && changed == nullptr; ++member) {

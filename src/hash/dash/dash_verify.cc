@@ -20,7 +20,8 @@ Status Breach(uint64_t seg, uint32_t b, uint32_t slot, const std::string& what) 
 bool DashTable::overflow_covers(uint64_t seg, uint32_t b, uint8_t fp, uint32_t stash) const {
   const Bucket* home = bucket(seg, b);
   // The counter's flag included.
-  return MayHaveStashKeys(home, fp) && ((stash_targets(home, bucket(seg, next(b)), fp) >> stash) & 1);
+  return MayHaveStashKeys(home, fp) &&
+         ((stash_targets(home, bucket(seg, next(b)), fp) >> stash) & 1);
 }
 
 Status DashTable::verify_segment(uint64_t seg, uint64_t* keys) const {
