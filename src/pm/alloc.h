@@ -114,6 +114,12 @@ class Allocator final : private Reclaimer {
   [[gnu::always_inline]] Epoch::Guard epoch_guard() { return Epoch::Guard(epoch_); }
   // Frees `offset` once no guard open now remains open.
   void retire(uint64_t offset) { epoch_.Retire(this, offset, nullptr, block_size(offset)); }
+  // retire() for a block the caller may reuse soon (a B+tree's replaced leaf): made inside
+  // the caller's own guard while no other thread ever opened one, it is freed when that guard
+  // closes (Epoch::RetireAfterGuard), so the caller's next allocation gets it back.
+  void retire_after_guard(uint64_t offset) {
+    epoch_.Retire(this, offset, nullptr, block_size(offset), /*after_guard=*/true);
+  }
   // Frees every retired item whose grace period has passed (Retire does it every batch).
   void reclaim() { epoch_.Collect(); }
   // After an OutOfSpace: frees what the open guards allow. Call it with no guard open in the

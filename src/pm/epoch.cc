@@ -87,7 +87,8 @@ bool Epoch::NoOtherGuard(const Slot& slot) {
   return guarded_slots_.load(std::memory_order_seq_cst) == mine;
 }
 
-void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes) {
+void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes,
+                   bool after_guard) {
   Slot& slot = slots_.local();
   if (NoOtherGuard(slot)) {  // no reader anywhere: reclaimed at once (header)
     owner->Reclaim(offset, aux);
@@ -95,7 +96,8 @@ void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes) {
   }
   // Inside its own guard, and no other slot counted yet: held until the guard closes
   // (header). The relaxed count is a hint; ReleaseDeferred decides.
-  if (slot.announced.load(std::memory_order_relaxed) != 0 && slot.deferred_n < kDeferred &&
+  if (after_guard && slot.announced.load(std::memory_order_relaxed) != 0 &&
+      slot.deferred_n < kDeferred &&
       guarded_slots_.load(std::memory_order_relaxed) == 1) {
     slot.deferred[slot.deferred_n++] = {owner, offset, aux, bytes};
     return;

@@ -28,11 +28,12 @@
 // the slots that did, each once, before its first announcement) and the retiring thread is
 // outside any guard is reclaimed at once, without a queue, lock or HeavyFence: single-threaded
 // use gets the block it retired back at its next allocation, still in the CPU cache and the
-// media's write-combining buffer, as if freed. A retirement inside the thread's own guard
-// while no other slot was ever counted (a hybrid B+tree's split, inside its write's guard) is
-// held in the slot (kDeferred items) until that guard closes, and is then treated as a
-// retirement outside any guard: reclaimed at once if still no other slot was counted, else
-// queued. Why that is safe: the retiring thread advances the global epoch (seq_cst RMW,
+// media's write-combining buffer, as if freed. A retirement asked to (after_guard) made inside
+// the thread's own guard while no other slot was ever counted (a hybrid B+tree's split, inside
+// its write's guard) is held in the slot (kDeferred items) until that guard closes, and is
+// then treated as a retirement outside any guard: reclaimed at once if still no other slot was
+// counted, else queued. (Only on request: freed at once, a block comes back at the next
+// allocation, which changes what other indexes' crash scenarios build.) Why that is safe: the retiring thread advances the global epoch (seq_cst RMW,
 // after the unlink) and then reads the count (seq_cst). A thread whose count increment that
 // read missed comes after the advance in the single total order, and so does its every guard's
 // seq_cst read of the counter: that read synchronizes with the advance, and the thread cannot
@@ -135,7 +136,11 @@ class Epoch {
   // the item holds, 0 if it holds no pool space), stamps them and reclaims what is safe: a
   // thread never holds back more than about kBatchBytes of retired blocks (a 1 MiB value is
   // stamped at once).
-  void Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes = 0);
+  // after_guard: made inside the caller's own guard while no other slot was ever counted, the
+  // item is held in the slot until that guard closes and then retired again, outside any
+  // guard (at once, or queued if another slot was counted meanwhile); see the header.
+  void Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes = 0,
+              bool after_guard = false);
   // Stamps every thread's queued items, then reclaims every item whose grace period has
   // passed; returns how many. A thread inside a guard holds back what was retired since it
   // entered.

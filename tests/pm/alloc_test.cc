@@ -327,7 +327,6 @@ TEST(Allocator, ReclaimNowFreesRetiredBlocksOfAFullPool) {
     if (!r.ok()) break;
     blocks.push_back(*r);
   }
-  std::thread([&] { auto other = a.epoch_guard(); }).join();  // another thread's guard
   {
     auto guard = a.epoch_guard();
     a.retire(blocks.back());  // fewer than a batch: retire() does not reclaim by itself
@@ -405,8 +404,9 @@ void CountAnotherThread(Epoch& epoch) {
 }
 
 // While no other thread ever opened a guard, a retirement outside the caller's own guard is
-// reclaimed at once, and one inside it when that guard closes; once another thread opened a
-// guard, it queues (also one deferred in a guard that another thread's guard then overlapped).
+// reclaimed at once; one inside it queues, unless asked to wait for the guard's close
+// (after_guard): then it is reclaimed there. Once another thread opened a guard, it queues
+// (also one held in a guard that another thread's guard then overlapped).
 TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
   Epoch epoch;
   Recorder r;
@@ -414,7 +414,7 @@ TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
   EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1}));
   {
     Epoch::Guard own(epoch);
-    epoch.Retire(&r, 3, reinterpret_cast<void*>(4));
+    epoch.Retire(&r, 3, reinterpret_cast<void*>(4), 0, /*after_guard=*/true);
     EXPECT_EQ(r.reclaimed.size(), 1u);  // its own guard may hold it
     EXPECT_EQ(epoch.pending(), 1u);
     {
@@ -427,7 +427,7 @@ TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
   EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1, 3, 5}));
   {
     Epoch::Guard own(epoch);
-    epoch.Retire(&r, 7, reinterpret_cast<void*>(8));  // deferred
+    epoch.Retire(&r, 7, reinterpret_cast<void*>(8), 0, /*after_guard=*/true);  // held
     CountAnotherThread(epoch);  // then another thread opens a guard
   }
   EXPECT_EQ(r.reclaimed.size(), 3u);  // queued at the close, not reclaimed
@@ -435,12 +435,18 @@ TEST(Epoch, RetireWithNoOtherGuardReclaimsAtOnce) {
   EXPECT_EQ(r.reclaimed.size(), 3u);
   EXPECT_EQ(epoch.pending(), 2u);
   EXPECT_EQ(epoch.Collect(), 2u);
+  Epoch plain;  // without after_guard, a retirement inside the own guard queues
+  {
+    Epoch::Guard own(plain);
+    plain.Retire(&r, 11, reinterpret_cast<void*>(12));
+  }
+  EXPECT_EQ(plain.pending(), 1u);
+  EXPECT_EQ(plain.Collect(), 1u);
 }
 
 TEST(Epoch, AnItemWaitsForEveryGuardOpenWhenItWasRetired) {
   Epoch epoch;
   Recorder r;
-  CountAnotherThread(epoch);  // retirements queue (none is deferred or reclaimed at once)
   {
     Epoch::Guard outer(epoch);
     {
@@ -463,7 +469,6 @@ TEST(Epoch, InstancesAreIndependentAndDrainAndDiscardTakeOnlyTheirOwner) {
   Recorder ra, rb;
   Epoch::Guard in_b(b);  // a guard of b does not hold back a
   CountAnotherThread(a);
-  CountAnotherThread(b);  // b's retirements queue rather than wait for in_b's close
   a.Retire(&ra, 1, reinterpret_cast<void*>(2));
   EXPECT_EQ(a.Collect(), 1u);
   b.Retire(&ra, 3, reinterpret_cast<void*>(4));

@@ -296,7 +296,8 @@ class HybridTree final : public Index {
   bool lock_pred(Leaf* leaf, Leaf** pred);
   // A replaced leaf is freed once no reader (of any layout: all read optimistically) can
   // still hold it.
-  void retire(Leaf* leaf) { pool_->allocator().retire(off(leaf)); }
+  // Freed at the write's guard close when no other thread ever opened a guard (pm/alloc.h).
+  void retire(Leaf* leaf) { pool_->allocator().retire_after_guard(off(leaf)); }
 
   // writes=basic (variant.h): insert, update and upsert append without looking for the key
   // (Layout::WriteBlind), so each is an upsert; remove still finds the key (NotFound).
