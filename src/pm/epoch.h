@@ -33,8 +33,9 @@
 // its write's guard) is held in the slot (kDeferred items) until that guard closes, and is
 // then treated as a retirement outside any guard: reclaimed at once if still no other slot was
 // counted, else queued. (Only on request: freed at once, a block comes back at the next
-// allocation, which changes what other indexes' crash scenarios build.) Why that is safe: the retiring thread advances the global epoch (seq_cst RMW,
-// after the unlink) and then reads the count (seq_cst). A thread whose count increment that
+// allocation, which changes what other indexes' crash scenarios build.) Why that is safe: the
+// retiring thread advances the global epoch (seq_cst RMW, after the unlink) and then reads the
+// count (seq_cst). A thread whose count increment that
 // read missed comes after the advance in the single total order, and so does its every guard's
 // seq_cst read of the counter: that read synchronizes with the advance, and the thread cannot
 // reach the unlinked item. The count is first read relaxed: once another slot was counted it
