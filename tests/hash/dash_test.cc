@@ -157,15 +157,27 @@ TEST(DashModelTest, EveryKindOfKeyIncludingZero) {
   EXPECT_TRUE(c.index().insert("short", V(1)).IsInvalidArgument());
 }
 
+// A large-geometry table whose keys are all homed at bucket 0: buckets 0 and 1 full (2 x 14
+// keys), then `stash` keys in the stash (overflow entries in buckets 0 and 1, then bucket 0's
+// counter). Returns the keys in insertion order.
+std::vector<uint64_t> FillHomeZero(ModelChecker& c, const TempDir& dir, size_t stash) {
+  c.create("dash", dir.file("pool"), LargePool());
+  const std::vector<uint64_t> keys = KeysWithHome(0, 2 * 14 + stash, kLargeGeometry.normal, 1);
+  for (uint64_t k : keys) {
+    if (::testing::Test::HasFatalFailure()) return {};  // the caller asserts none
+    c.insert(K(k), V(k));
+  }
+  return keys;
+}
+
 // Keys homed at bucket 0 fill buckets 0 and 1 (balanced insert), then the stash: its
 // overflow entries (4 in bucket 0, 4 in bucket 1), then bucket 0's overflow counter.
 // Every stash key is found, removes empty the stash, and no key moved out of place.
 TEST(DashModelTest, StashEntriesAndCounterFindEveryKey) {
   TempDir dir;
   ModelChecker c(TestSeed(14));
-  ASSERT_NO_FATAL_FAILURE(c.create("dash", dir.file("pool"), LargePool()));
-  const std::vector<uint64_t> keys = KeysWithHome(0, 2 * 14 + 12, kLargeGeometry.normal, 1);
-  for (uint64_t k : keys) ASSERT_NO_FATAL_FAILURE(c.insert(K(k), V(k)));
+  const std::vector<uint64_t> keys = FillHomeZero(c, dir, 12);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   EXPECT_EQ(Node(c.index(), "stash_keys"), 12u);
   EXPECT_EQ(Node(c.index(), "segments"), 1u);
   ASSERT_NO_FATAL_FAILURE(c.check_all());
@@ -183,9 +195,8 @@ TEST(DashModelTest, StashEntriesAndCounterFindEveryKey) {
 TEST(DashRecoveryTest, PoolWithoutHomeFlagsIsMigrated) {
   TempDir dir;
   ModelChecker c(TestSeed(16));
-  ASSERT_NO_FATAL_FAILURE(c.create("dash", dir.file("pool"), LargePool()));
-  const std::vector<uint64_t> keys = KeysWithHome(0, 2 * 14 + 6, kLargeGeometry.normal, 1);
-  for (uint64_t k : keys) ASSERT_NO_FATAL_FAILURE(c.insert(K(k), V(k)));
+  FillHomeZero(c, dir, 6);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   auto* root = reinterpret_cast<hash::dash::DashRoot*>(c.index().pool()->root_area());
   ASSERT_EQ(root->flags, hash::dash::kHomedFlags);
   root->flags = 0;
