@@ -50,6 +50,22 @@ uint64_t Epoch::MinAnnounced() const {
   return min;
 }
 
+// Items stamped below the counter read here, before the fence, were unlinked before it; a
+// guard that may still reach one announced at most its stamp, and either the fence shows
+// that announcement to the scan or the guard's re-read comes after the fence, sees the
+// counter past the stamp and announces again (header). So every stamp below the result is
+// safe, whoever stamped it and whenever it is taken: the watermark only grows.
+uint64_t Epoch::AdvanceWatermark() {
+  const uint64_t counter = global_.load(std::memory_order_seq_cst);
+  const uint64_t bound = std::min(counter, MinAnnounced());
+  uint64_t seen = safe_.load(std::memory_order_relaxed);
+  while (seen < bound &&
+         !safe_.compare_exchange_weak(seen, bound, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+  }
+  return std::max(seen, bound);
+}
+
 void Epoch::TakeReady(uint64_t min, std::vector<Item>* ready) {
   size_t kept = 0;
   for (Item& it : retired_) {
@@ -68,7 +84,9 @@ void Epoch::StampQueued(Slot& slot) {
   for (Item& it : slot.queued) {
     it.stamp = stamp;
     retired_.push_back(it);
+    unfenced_bytes_ += it.bytes;
   }
+  unfenced_items_ += slot.queued.size();
   slot.queued.clear();  // keeps its capacity: the next batch allocates nothing
   slot.queued_bytes = 0;
 }
@@ -103,14 +121,22 @@ void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes,
     return;
   }
   std::vector<Item> ready;
+  bool fence;
   {
     std::lock_guard<std::mutex> slot_lock(slot.mu);  // uncontended but for a collector
-    slot.queued.push_back({owner, offset, aux, 0});
+    slot.queued.push_back({owner, offset, aux, bytes, 0});
     slot.queued_bytes += bytes;
     if (slot.queued.size() < kBatch && slot.queued_bytes < kBatchBytes) return;
     std::lock_guard<std::mutex> lock(retire_mu_);
     StampQueued(slot);
-    TakeReady(MinAnnounced(), &ready);
+    TakeReady(safe_.load(std::memory_order_acquire), &ready);  // what earlier fences cover
+    fence = unfenced_items_ >= kFenceItems || unfenced_bytes_ >= kFenceBytes;
+    if (fence) unfenced_items_ = unfenced_bytes_ = 0;
+  }
+  if (fence) {  // outside the locks: the system call must not hold up other retirers
+    const uint64_t safe = AdvanceWatermark();
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    TakeReady(safe, &ready);
   }
   // Outside the locks: a reclaimer may retire or take its own locks.
   for (const Item& it : ready) it.owner->Reclaim(it.offset, it.aux);
@@ -130,11 +156,13 @@ size_t Epoch::Collect() {
     std::lock_guard<std::mutex> slot_lock(slot.mu);
     std::lock_guard<std::mutex> lock(retire_mu_);
     StampQueued(slot);
+    unfenced_items_ = unfenced_bytes_ = 0;
   });
+  const uint64_t safe = AdvanceWatermark();  // after the stamps: they are all below it
   std::vector<Item> ready;
   {
     std::lock_guard<std::mutex> lock(retire_mu_);
-    TakeReady(MinAnnounced(), &ready);
+    TakeReady(safe, &ready);
   }
   for (const Item& it : ready) it.owner->Reclaim(it.offset, it.aux);
   return ready.size();
@@ -165,7 +193,7 @@ std::vector<Epoch::Item> Epoch::TakeOwned(Reclaimer* owner) {
   for (uint32_t i = 0; i < own.deferred_n; ++i) {
     const Deferred& d = own.deferred[i];
     if (d.owner == owner) {
-      mine.push_back({d.owner, d.offset, d.aux, 0});
+      mine.push_back({d.owner, d.offset, d.aux, d.bytes, 0});
     } else {
       own.deferred[kept++] = d;
     }

@@ -22,6 +22,14 @@
 // times a split, and the retirements took one lock; batched, they touch it once per kBatch
 // (doc/performance.md, "Concurrent inserts: what threads share").
 //
+// Why a shared watermark: reading the announcements needs a fence in every running thread
+// (HeavyFence, below), a system call that interrupts every core the process runs on. Made at
+// every batch of every thread, inside the lock of the stamped items, its cost grew with the
+// threads (each one's fences interrupt all the others) and the lock serialised the retirers
+// behind it. A fence's result holds for every item stamped before it, whoever stamped it
+// (AdvanceWatermark), so it is kept in safe_: a batch reclaims what earlier fences cover and
+// fences, outside the lock, only once kFenceItems or kFenceBytes were stamped since the last.
+//
 // Guards nest: an inner guard of a thread that already announced does nothing.
 //
 // A retirement while no other thread's slot ever announced a guard (guarded_slots_ counts
@@ -134,9 +142,12 @@ class Epoch {
 
   // Queues (offset, aux) for owner->Reclaim once no guard open now remains open. Every kBatch
   // retirements of a thread, or once its queued items hold kBatchBytes (`bytes`: the space
-  // the item holds, 0 if it holds no pool space), stamps them and reclaims what is safe: a
-  // thread never holds back more than about kBatchBytes of retired blocks (a 1 MiB value is
-  // stamped at once).
+  // the item holds, 0 if it holds no pool space), stamps them and reclaims what earlier
+  // fences made safe; once the stamped items waiting reach kFenceItems or kFenceBytes, it
+  // fences (HeavyFence), reads the announcements and reclaims what that made safe. So a
+  // thread holds back at most about kBatchBytes unstamped, all threads together about
+  // kFenceBytes stamped since the last fence (a 1 MiB value is stamped and fenced at once),
+  // besides what open guards hold back.
   // after_guard: made inside the caller's own guard while no other slot was ever counted, the
   // item is held in the slot until that guard closes and then retired again, outside any
   // guard (at once, or queued if another slot was counted meanwhile); see the header.
@@ -155,12 +166,16 @@ class Epoch {
 
   static constexpr size_t kBatch = 8;
   static constexpr size_t kBatchBytes = 16 << 10;
+  // Items (of all threads) stamped since the last fence before the next one is made.
+  static constexpr size_t kFenceItems = 64;
+  static constexpr size_t kFenceBytes = 64 << 10;
 
  private:
   struct Item {
     Reclaimer* owner;
     uint64_t offset;
     void* aux;
+    uint64_t bytes;  // pool space it holds (Retire's `bytes`)
     uint64_t stamp;  // the global epoch when stamped; reclaimable once every guard is later
   };
   // A thread's announcement, read by every reclaimer, on a line of its own; its queued,
@@ -193,6 +208,8 @@ class Epoch {
   bool NoOtherGuard(const Slot& slot);
   // The smallest announced epoch (0 slots ignored); fences every running thread first.
   uint64_t MinAnnounced() const;
+  // Fences, scans the announcements and raises safe_ to what they allow; returns safe_.
+  uint64_t AdvanceWatermark();
   // Moves `slot`'s queued items into retired_, stamped with one advance (both locks held).
   void StampQueued(Slot& slot);
   // Moves the items with stamp < min out of retired_ into `ready` (retire_mu_ held).
@@ -208,6 +225,12 @@ class Epoch {
   alignas(64) PerThread<Slot> slots_;  // one per thread id (pm/thread_registry.h)
   alignas(64) mutable std::mutex retire_mu_;
   std::vector<Item> retired_;  // stamped
+  // Stamped since the last fence was decided on (items, their `bytes`).
+  uint64_t unfenced_items_ = 0;
+  uint64_t unfenced_bytes_ = 0;
+  // Every item stamped below it is unreachable (AdvanceWatermark); only grows. Read at each
+  // batch, written at each fence.
+  alignas(64) std::atomic<uint64_t> safe_{0};
 };
 
 }  // namespace pmindex::pm

@@ -507,31 +507,66 @@ TEST(Epoch, CollectReachesTheQueuesOfOtherThreads) {
   EXPECT_EQ(epoch.pending(), 0u);
 }
 
-TEST(Epoch, RetireReclaimsInBatches) {
+// Full batches are stamped; they wait for a fence until kFenceItems stamped items add up,
+// and that fence reclaims them all (no guard open). A batch after it reclaims nothing: its
+// stamps are past what the fence allowed.
+TEST(Epoch, RetireFencesOnceTheStampedItemsAddUp) {
+  static_assert(Epoch::kFenceItems % Epoch::kBatch == 0);
   Epoch epoch;
   Recorder r;
   CountAnotherThread(epoch);
-  for (uint64_t i = 0; i + 1 < Epoch::kBatch; ++i) {
+  for (uint64_t i = 0; i + 1 < Epoch::kFenceItems; ++i) {
     epoch.Retire(&r, i, reinterpret_cast<void*>(i + 1));
   }
   EXPECT_TRUE(r.reclaimed.empty());
-  epoch.Retire(&r, 99, reinterpret_cast<void*>(100));
-  EXPECT_EQ(r.reclaimed.size(), Epoch::kBatch);  // no guard open: the batch is reclaimed
+  EXPECT_EQ(epoch.pending(), Epoch::kFenceItems - 1);
+  epoch.Retire(&r, 999, reinterpret_cast<void*>(1000));
+  EXPECT_EQ(r.reclaimed.size(), Epoch::kFenceItems);
+  for (uint64_t i = 0; i < Epoch::kBatch; ++i) {
+    epoch.Retire(&r, 2000 + i, reinterpret_cast<void*>(2001 + i));
+  }
+  EXPECT_EQ(r.reclaimed.size(), Epoch::kFenceItems);
+  EXPECT_EQ(epoch.pending(), Epoch::kBatch);
+  EXPECT_EQ(epoch.Collect(), Epoch::kBatch);
 }
 
-// A thread holds back at most about kBatchBytes of retired space: a large block is stamped
-// (and, with no guard open, reclaimed) at once, small ones once their bytes add up.
-TEST(Epoch, RetireStampsOnceTheQueuedBytesAddUp) {
+// A batch reclaims what the last fence allowed and fences only once enough was stamped since:
+// an item a guard held back at its fence waits, after the guard closed, for the next one.
+TEST(Epoch, ABatchReclaimsWhatTheLastFenceAllowed) {
   Epoch epoch;
   Recorder r;
   CountAnotherThread(epoch);
-  epoch.Retire(&r, 1, reinterpret_cast<void*>(2), Epoch::kBatchBytes);
+  {
+    Epoch::Guard open(epoch);
+    epoch.Retire(&r, 1, reinterpret_cast<void*>(2), Epoch::kFenceBytes);  // fenced at once
+    EXPECT_TRUE(r.reclaimed.empty());  // held back by the open guard
+  }
+  std::thread other([&] {
+    for (uint64_t i = 0; i < Epoch::kBatch; ++i) {
+      epoch.Retire(&r, 10 + i, reinterpret_cast<void*>(11 + i));
+    }
+  });
+  other.join();  // one batch stamped, no fence
+  EXPECT_TRUE(r.reclaimed.empty());
+  EXPECT_EQ(epoch.pending(), 1 + Epoch::kBatch);
+  EXPECT_EQ(epoch.Collect(), 1 + Epoch::kBatch);  // fences: another thread's items too
+}
+
+// The stamped items hold back at most about kFenceBytes: a block that large is stamped and
+// fenced (and, with no guard open, reclaimed) at once, smaller ones once their bytes add up.
+TEST(Epoch, RetireFencesOnceTheStampedBytesAddUp) {
+  Epoch epoch;
+  Recorder r;
+  CountAnotherThread(epoch);
+  epoch.Retire(&r, 1, reinterpret_cast<void*>(2), Epoch::kFenceBytes);
   EXPECT_EQ(r.reclaimed, (std::vector<uint64_t>{1}));
-  const size_t quarter = Epoch::kBatchBytes / 4;
+  const size_t quarter = Epoch::kFenceBytes / 4;
+  static_assert(Epoch::kFenceBytes / 4 >= Epoch::kBatchBytes);  // each one stamped at once
   for (uint64_t i = 0; i < 3; ++i) {
     epoch.Retire(&r, 10 + i, reinterpret_cast<void*>(11 + i), quarter);
   }
-  EXPECT_EQ(r.reclaimed.size(), 1u);  // three quarters queued
+  EXPECT_EQ(r.reclaimed.size(), 1u);  // three quarters stamped
+  EXPECT_EQ(epoch.pending(), 3u);
   epoch.Retire(&r, 13, reinterpret_cast<void*>(14), quarter);
   EXPECT_EQ(r.reclaimed.size(), 5u);
   EXPECT_EQ(epoch.pending(), 0u);
