@@ -8,8 +8,9 @@
 // snapshots (MDB_NOTLS). Writers queue on pmindex's pm::RwLock before LMDB's own writer
 // mutex (a process-shared pthread mutex), which they then find free: with writers queued on
 // that mutex, 16 threads on 16 cores loaded at a third of one thread's throughput
-// (doc/performance.md, "16 cores"); the spin-then-sleep lock hands off in user space. A reader renews the reset read transaction its thread keeps (pm::PerThread) instead
-// of borrowing one from a list behind a mutex, which all readers shared.
+// (doc/performance.md, "16 cores"); the spin-then-sleep lock hands off in user space. A
+// reader renews the reset read transaction its thread keeps (pm::PerThread) instead of
+// borrowing one from a list behind a mutex, which all readers shared.
 #include <lmdb.h>
 
 #include <cstring>

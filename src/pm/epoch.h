@@ -9,7 +9,8 @@
 // the global epoch in the thread's slot. Retire() queues an item in the calling thread's slot;
 // every kBatch items, or once they hold kBatchBytes of pool space, the thread stamps its
 // queued items with the global epoch and advances it (one fetch_add for the batch), and
-// Collect() stamps every thread's queued items the same way. Items whose stamp is below the smallest epoch announced by a thread inside a guard are
+// Collect() stamps every thread's queued items the same way. Items whose stamp is below the
+// smallest epoch announced by a thread inside a guard are
 // reclaimed. Why that is safe: an item is queued after it was unlinked, and the advance that
 // stamps it comes after its queueing (in the retiring thread, or in a collector that took the
 // slot's lock after it); a guard that announced a later epoch read the global counter
