@@ -84,9 +84,9 @@ void Epoch::StampQueued(Slot& slot) {
   for (Item& it : slot.queued) {
     it.stamp = stamp;
     retired_.push_back(it);
-    unfenced_bytes_ += it.bytes;
   }
   unfenced_items_ += slot.queued.size();
+  unfenced_bytes_ += slot.queued_bytes;
   slot.queued.clear();  // keeps its capacity: the next batch allocates nothing
   slot.queued_bytes = 0;
 }
@@ -124,14 +124,17 @@ void Epoch::Retire(Reclaimer* owner, uint64_t offset, void* aux, size_t bytes,
   bool fence;
   {
     std::lock_guard<std::mutex> slot_lock(slot.mu);  // uncontended but for a collector
-    slot.queued.push_back({owner, offset, aux, bytes, 0});
+    slot.queued.push_back({owner, offset, aux, 0});
     slot.queued_bytes += bytes;
     if (slot.queued.size() < kBatch && slot.queued_bytes < kBatchBytes) return;
     std::lock_guard<std::mutex> lock(retire_mu_);
     StampQueued(slot);
-    TakeReady(safe_.load(std::memory_order_acquire), &ready);  // what earlier fences cover
     fence = unfenced_items_ >= kFenceItems || unfenced_bytes_ >= kFenceBytes;
-    if (fence) unfenced_items_ = unfenced_bytes_ = 0;
+    if (fence) {
+      unfenced_items_ = unfenced_bytes_ = 0;
+    } else {
+      TakeReady(safe_.load(std::memory_order_acquire), &ready);  // what earlier fences cover
+    }
   }
   if (fence) {  // outside the locks: the system call must not hold up other retirers
     const uint64_t safe = AdvanceWatermark();
@@ -193,7 +196,7 @@ std::vector<Epoch::Item> Epoch::TakeOwned(Reclaimer* owner) {
   for (uint32_t i = 0; i < own.deferred_n; ++i) {
     const Deferred& d = own.deferred[i];
     if (d.owner == owner) {
-      mine.push_back({d.owner, d.offset, d.aux, d.bytes, 0});
+      mine.push_back({d.owner, d.offset, d.aux, 0});
     } else {
       own.deferred[kept++] = d;
     }

@@ -10,10 +10,10 @@
 // every kBatch items, or once they hold kBatchBytes of pool space, the thread stamps its
 // queued items with the global epoch and advances it (one fetch_add for the batch), and
 // Collect() stamps every thread's queued items the same way. Items whose stamp is below the
-// smallest epoch announced by a thread inside a guard are
-// reclaimed. Why that is safe: an item is queued after it was unlinked, and the advance that
-// stamps it comes after its queueing (in the retiring thread, or in a collector that took the
-// slot's lock after it); a guard that announced a later epoch read the global counter
+// smallest epoch announced by a thread inside a guard are reclaimed. Why that is safe: an
+// item is queued after it was unlinked, and the advance that stamps it comes after its
+// queueing (in the retiring thread, or in a collector that took the slot's lock after it); a
+// guard that announced a later epoch read the global counter
 // (seq_cst, after announcing) at or after that advance, so it synchronizes with it and cannot
 // reach the unlinked item. The guard re-reads the counter after announcing and announces
 // again if it moved, so no advance slips between its read and its announcement.
@@ -176,7 +176,6 @@ class Epoch {
     Reclaimer* owner;
     uint64_t offset;
     void* aux;
-    uint64_t bytes;  // pool space it holds (Retire's `bytes`)
     uint64_t stamp;  // the global epoch when stamped; reclaimable once every guard is later
   };
   // A thread's announcement, read by every reclaimer, on a line of its own; its queued,

@@ -122,7 +122,7 @@ class RwLock {
   // if either changed meanwhile. A writer that releases and takes the lock again within the
   // spin leaves state_ as it was: without handoffs_ the waiter took that for a lock held
   // throughout and went to sleep (a HeavyFence and often a futex call each time; two writers
-  // of fptree-var made 21,690 sleeps in a 500,000-key load).
+  // of fptree-var made 21,690 membarrier calls in a 500,000-key load).
   bool SpinWhile(uint32_t s) const {
     const uint32_t h = handoffs_.load(std::memory_order_relaxed);
     for (int i = 0; i < kSpins; ++i) {
